@@ -9,18 +9,48 @@ Heavy stacks (llama.cpp, onnxruntime, torch) are imported lazily, so ``import ti
 
 from __future__ import annotations
 
+from ._agent import Agent, AgentSettings
+from ._events import (
+    AnswerEvent,
+    PlanResult,
+    ReplanEvent,
+    RunEvent,
+    RunResult,
+    StepPlanned,
+    StepRecord,
+    ToolFinished,
+    ToolStarted,
+)
+from ._grammar import GrammarOptions
+from ._plan import Call, Example, Plan, Ref
 from ._tools import ConfirmationRequest, ConfirmHook, Tool, ToolContext, ToolRegistry, tool
 from .errors import TinyAgentError, UserError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentSettings",
+    "AnswerEvent",
+    "Call",
     "ConfirmHook",
     "ConfirmationRequest",
+    "Example",
+    "GrammarOptions",
+    "Plan",
+    "PlanResult",
+    "Ref",
+    "ReplanEvent",
+    "RunEvent",
+    "RunResult",
+    "StepPlanned",
+    "StepRecord",
     "TinyAgentError",
     "Tool",
     "ToolContext",
+    "ToolFinished",
     "ToolRegistry",
+    "ToolStarted",
     "UserError",
     "__version__",
     "tool",

@@ -13,6 +13,7 @@ the string ``"$k"``.
 
 from __future__ import annotations
 
+import datetime as dt
 import graphlib
 import json
 import re
@@ -22,7 +23,7 @@ from typing import Any
 
 from .errors import PlanValidationError
 
-__all__ = ["Call", "Plan", "Ref", "END_OF_PLAN", "JOIN", "find_refs", "resolve_refs", "format_value"]
+__all__ = ["Call", "Example", "Plan", "Ref", "END_OF_PLAN", "JOIN", "find_refs", "resolve_refs", "format_value"]
 
 END_OF_PLAN = "<END_OF_PLAN>"
 JOIN = "join"
@@ -120,6 +121,26 @@ class Plan:
         except graphlib.CycleError as exc:
             cycle = exc.args[1] if len(exc.args) > 1 else []
             raise PlanValidationError(f"the plan has a cycle through steps {cycle}") from exc
+
+
+@dataclass(frozen=True)
+class Example:
+    """A worked example for the planner's prompt: a request and its plan.
+
+    Attributes:
+        query: the user's request.
+        plan: the correct plan (empty for a request that needs no tool, with ``plan.answer`` set).
+        today: the date the example was written against (shown in the prompt), if it matters.
+    """
+
+    query: str
+    plan: Plan
+    today: dt.date | None = None
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The tools the example uses."""
+        return frozenset(c.name for c in self.plan.calls)
 
 
 def find_refs(value: Any) -> Iterator[Ref]:

@@ -1,0 +1,255 @@
+"""Typed results and run events (what ``Agent.run_stream`` yields and ``Agent.run`` returns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._plan import Call, Plan, _refs_to_strings
+from ._prompts import format_observation
+from .models._base import Usage
+
+__all__ = [
+    "AnswerEvent",
+    "PlanResult",
+    "ReplanEvent",
+    "RunEvent",
+    "RunResult",
+    "StepPlanned",
+    "StepRecord",
+    "ToolFinished",
+    "ToolStarted",
+]
+
+StepStatus = Literal["pending", "running", "ok", "error", "timeout", "skipped"]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+@dataclass
+class StepRecord:
+    """What happened to one step.
+
+    Attributes:
+        id: the step number.
+        name: the tool.
+        args: the arguments as planned (references as ``"$k"``).
+        status: ``ok``, ``error``, ``timeout`` or ``skipped`` (a dependency failed).
+        result: the tool's return value (the real Python object).
+        error: the error message, when it failed.
+        error_type: the exception class name, when it failed.
+        started_s: seconds from the start of the run to dispatch.
+        elapsed_s: seconds the tool ran.
+        attempt: which plan (0 = first, 1 = first replan …) produced the step.
+    """
+
+    id: int
+    name: str
+    args: dict[str, Any]
+    status: StepStatus = "pending"
+    result: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    started_s: float = 0.0
+    elapsed_s: float = 0.0
+    attempt: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the step succeeded."""
+        return self.status == "ok"
+
+    def observation(self) -> str:
+        """``k. tool(args) -> result`` for the joiner and replan prompts."""
+        call = Call(self.id, self.name, self.args).to_text() if self.args is not None else f"{self.id}. {self.name}()"
+        if self.ok:
+            return f"{call} -> {format_observation(self.result)}"
+        return f"{call} -> {self.status.upper()}: {self.error}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "args": _jsonable(_refs_to_strings(self.args)),
+            "status": self.status,
+            "result": _jsonable(self.result),
+            "error": self.error,
+            "error_type": self.error_type,
+            "started_s": round(self.started_s, 4),
+            "elapsed_s": round(self.elapsed_s, 4),
+            "attempt": self.attempt,
+        }
+
+
+@dataclass
+class PlanResult:
+    """The outcome of planning only.
+
+    Attributes:
+        plan: the parsed plan.
+        text: the raw text the model produced.
+        usage: tokens used.
+        elapsed_s: seconds for the planner call.
+        ttft_s: seconds to the first generated text.
+        prompt_tokens: tokens in the planner prompt.
+        tools_offered: the tool names put in the prompt and grammar.
+        model: the planner model's name.
+        mean_logprob: the plan's mean token log-probability (when measured).
+        retrieval_uncertain: whether tool retrieval widened the set.
+    """
+
+    plan: Plan
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    elapsed_s: float = 0.0
+    ttft_s: float = 0.0
+    prompt_tokens: int = 0
+    tools_offered: tuple[str, ...] = ()
+    model: str = ""
+    mean_logprob: float | None = None
+    retrieval_uncertain: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (references as ``"$k"``)."""
+        return {
+            "calls": self.plan.to_json(),
+            "answer": self.plan.answer,
+            "text": self.text,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "ttft_s": round(self.ttft_s, 4),
+            "prompt_tokens": self.prompt_tokens,
+            "tools_offered": list(self.tools_offered),
+            "model": self.model,
+            "usage": {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens},
+        }
+
+
+@dataclass
+class RunResult:
+    """The outcome of a run.
+
+    Attributes:
+        query: the request.
+        answer: the final answer (never lost: if the joiner fails, it is built from the observations).
+        plans: every plan made (the first, then replans).
+        plan_texts: the raw planner output of each plan.
+        steps: every step executed or skipped, in step order.
+        usage: tokens used by all model calls.
+        cost: money spent (priced models only).
+        timings: seconds: ``plan``, ``first_dispatch``, ``execute``, ``join``, ``total``.
+        replans: how many replans happened.
+        models: the model used for each model call, in order.
+        status: ``ok``, ``degraded`` (fell back, e.g. budget or offline) or ``failed`` (no step could be planned).
+        notes: human-readable notes about degradations and errors.
+        routing: the router's status (spend, remaining budget, decisions).
+    """
+
+    query: str
+    answer: str
+    plans: list[Plan] = field(default_factory=list)
+    plan_texts: list[str] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    replans: int = 0
+    models: list[str] = field(default_factory=list)
+    status: Literal["ok", "degraded", "failed"] = "ok"
+    notes: list[str] = field(default_factory=list)
+    routing: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def plan(self) -> Plan:
+        """The last plan."""
+        return self.plans[-1] if self.plans else Plan()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return {
+            "query": self.query,
+            "answer": self.answer,
+            "plans": [p.to_json() for p in self.plans],
+            "steps": [s.to_dict() for s in self.steps],
+            "usage": {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
+                      "requests": self.usage.requests},
+            "cost": self.cost,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "replans": self.replans,
+            "models": list(self.models),
+            "status": self.status,
+            "notes": list(self.notes),
+            "routing": _jsonable(self.routing),
+        }
+
+
+@dataclass(frozen=True)
+class StepPlanned:
+    """A step was parsed from the planner's stream (it may already be running)."""
+
+    call: Call
+    attempt: int = 0
+    type: Literal["step_planned"] = "step_planned"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "attempt": self.attempt, **self.call.to_json()}
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """A step's tool was dispatched."""
+
+    step: int
+    name: str
+    args: dict[str, Any]
+    type: Literal["tool_started"] = "tool_started"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "step": self.step, "name": self.name, "args": _jsonable(self.args)}
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A step finished (or was skipped because a dependency failed)."""
+
+    record: StepRecord
+    type: Literal["tool_finished"] = "tool_finished"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.record.to_dict()}
+
+
+@dataclass(frozen=True)
+class ReplanEvent:
+    """The agent is planning again."""
+
+    attempt: int
+    reason: str
+    model: str = ""
+    type: Literal["replanning"] = "replanning"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "attempt": self.attempt, "reason": self.reason, "model": self.model}
+
+
+@dataclass(frozen=True)
+class AnswerEvent:
+    """The final answer; ``result`` holds everything about the run."""
+
+    answer: str
+    result: RunResult
+    type: Literal["answer"] = "answer"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "answer": self.answer, "result": self.result.to_dict()}
+
+
+RunEvent = StepPlanned | ToolStarted | ToolFinished | ReplanEvent | AnswerEvent

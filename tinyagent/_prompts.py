@@ -1,0 +1,171 @@
+"""Planner and joiner prompts.
+
+The static part (instructions, tools, examples) comes first and is byte-identical across requests with the same
+tools, so llama.cpp reuses its KV cache for it; the date and the request come last.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._plan import Example, Plan
+from ._tools import Tool
+
+__all__ = [
+    "build_joiner_messages",
+    "build_planner_messages",
+    "describe_tool",
+    "format_observation",
+    "planner_system_prompt",
+]
+
+_PLANNER_RULES = """\
+You are a planner. Turn the user's request into a plan of tool calls.
+Write one call per line as `k. tool_name(arg=value, ...)`, numbered from 1. Values are JSON (strings in double quotes).
+To pass the result of an earlier step, write $k (for example to=[$1]). Only reference earlier steps.
+End every plan with `k. join()` and then <END_OF_PLAN>.
+Rules:
+- Use only the tools listed below, and only the arguments they take.
+- Call a tool only when the request needs it. If no tool is needed (a greeting, a general question), write only `1. join()`.
+- Do every part of the request: one call per action, even when the actions are similar.
+- If the user already gives an email address, phone number or file path, use it directly; do not look it up.
+- If you need a contact's address or number, look it up first and pass the result with $k.
+- Resolve relative dates ("tomorrow", "next Monday") from today's date, and write dates as YYYY-MM-DD and times as \
+YYYY-MM-DDTHH:MM.
+- Steps that do not depend on each other run in parallel, so do not add needless dependencies."""
+
+
+def describe_tool(tool: Tool) -> str:
+    """One compact line (plus parameter notes) describing ``tool`` to the planner."""
+    props: Mapping[str, Any] = tool.parameters.get("properties", {})
+    required = set(tool.required)
+    params = []
+    notes = []
+    for name, schema in props.items():
+        typ = _type_name(schema)
+        params.append(f"{name}: {typ}" if name in required else f"{name}: {typ} = optional")
+        desc = schema.get("description")
+        if desc:
+            notes.append(f"    {name}: {desc}")
+    head = f"- {tool.name}({', '.join(params)})"
+    desc = tool.description.strip().split("\n")[0] if tool.description else ""
+    line = f"{head}: {desc}" if desc else head
+    if tool.returns:
+        line += f" Returns {tool.returns.rstrip('.')}."
+    return "\n".join([line, *notes])
+
+
+def _type_name(schema: Mapping[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    variants = schema.get("anyOf") or schema.get("oneOf")
+    if variants:
+        return " | ".join(_type_name(v) for v in variants)
+    typ = schema.get("type")
+    if typ == "array":
+        return f"list[{_type_name(schema.get('items') or {})}]"
+    names = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "object": "dict", "null": "null"}
+    base = names.get(str(typ), "any")
+    return f"{base} | null" if schema.get("nullable") else base
+
+
+def _weekday(day: dt.date) -> str:
+    return day.strftime("%A")
+
+
+def format_example(example: Example) -> str:
+    """An example as it appears in the prompt."""
+    today = f" (today is {example.today.isoformat()}, {_weekday(example.today)})" if example.today else ""
+    return f"Request{today}: {example.query}\nPlan:\n{example.plan.to_text()}"
+
+
+def planner_system_prompt(tools: Iterable[Tool], examples: Sequence[Example] = ()) -> str:
+    """The static system prompt: rules, tools and examples (identical for identical inputs)."""
+    parts = [_PLANNER_RULES, "", "Tools:", *(describe_tool(t) for t in tools)]
+    if examples:
+        parts += ["", "Examples:"]
+        parts += [format_example(e) + "\n" for e in examples]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def build_planner_messages(
+    tools: Iterable[Tool],
+    query: str,
+    today: dt.date,
+    examples: Sequence[Example] = (),
+    *,
+    history: Sequence[Mapping[str, Any]] = (),
+    replan_context: str | None = None,
+) -> list[dict[str, Any]]:
+    """Chat messages for the planner.
+
+    Args:
+        tools: the tools offered.
+        query: the user's request.
+        today: the date relative dates resolve against.
+        examples: few-shot examples (shown in the system prompt).
+        history: earlier conversation turns, for follow-ups.
+        replan_context: the previous plan, its observations and why a replan is needed.
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": planner_system_prompt(tools, examples)}]
+    context = ""
+    if history:
+        turns = "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in history[-6:])
+        context = f"Conversation so far:\n{turns}\n\n"
+    user = f"{context}Today is {today.isoformat()} ({_weekday(today)}).\nRequest: {query}"
+    if replan_context:
+        user += f"\n\n{replan_context}"
+    messages.append({"role": "user", "content": user})
+    return messages
+
+
+def format_observation(value: Any, limit: int = 400) -> str:
+    """A tool result as compact text for prompts."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def replan_context(plan_text: str, observations: Sequence[str], reason: str, next_step: int) -> str:
+    """The part of a replan prompt that carries the previous attempt."""
+    obs = "\n".join(observations)
+    return (
+        f"A previous plan was tried:\n{plan_text}\nResults:\n{obs}\n"
+        f"It needs a new plan because: {reason}\n"
+        f"Write only the steps still needed, numbered from {next_step}. You may use $k for results above that succeeded."
+    )
+
+
+def build_joiner_messages(
+    query: str,
+    today: dt.date,
+    plan: Plan,
+    observations: Sequence[str],
+    *,
+    allow_replan: bool,
+    history: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Chat messages for the joiner, which answers from the observations (or asks for a replan)."""
+    system = (
+        "You answer the user's request using the results of the actions that were taken. "
+        "Be brief and factual; do not invent results.\n"
+        "Reply with `Answer: <your answer to the user>`."
+    )
+    if allow_replan:
+        system += " If a step failed and a different plan could still fulfil the request, reply with " \
+                  "`Replan: <what went wrong and what to do instead>`."
+    context = ""
+    if history:
+        context = "Conversation so far:\n" + "\n".join(
+            f"{m.get('role', 'user')}: {m.get('content', '')}" for m in history[-6:]) + "\n\n"
+    steps = "\n".join(observations) if observations else "(no actions were needed)"
+    user = f"{context}Today is {today.isoformat()}.\nRequest: {query}\nActions and results:\n{steps}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

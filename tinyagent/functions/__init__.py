@@ -1,0 +1,57 @@
+"""The built-in tool library: contacts, calendar, email, notes, reminders, files, messages, maps, meetings, time.
+
+Every tool works on real files that other programs read (vCard, iCalendar, ``.eml``, markdown, PDF) inside one
+user data folder, on Linux, macOS and Windows::
+
+    from tinyagent.functions import FunctionsSettings, builtin_tools, init_demo
+
+    init_demo("/tmp/demo")
+    tools = builtin_tools(FunctionsSettings(data_dir="/tmp/demo"))
+
+Safety: every path is confined to the configured roots (``..`` and symlink escapes raise
+:class:`~tinyagent.errors.PathEscapeError`); outgoing and destructive actions ask the app's confirmation hook
+(:func:`terminal_confirm` for command-line apps); files are written atomically after all input is validated.
+The extra ``tinyagent[functions]`` installs the dependencies (icalendar, pypdf, rapidfuzz, fpdf2, dateutil, tzlocal).
+"""
+
+from __future__ import annotations
+
+from ._builtin import TOOL_NAMES, builtin_tools
+from ._confirm import terminal_confirm
+from ._demo import DemoInfo, init_demo
+from ._errors import (
+    AmbiguousContact,
+    ContactFieldMissing,
+    ContactNotFound,
+    DeliveryError,
+    InvalidArgument,
+    InvalidDate,
+    ItemNotFound,
+    StoreError,
+)
+from ._paths import atomic_write, confine
+from ._settings import FunctionsSettings, MessageTransport, OutboxTransport, UrlOpener
+from ._time import resolve_expression
+
+__all__ = [
+    "TOOL_NAMES",
+    "AmbiguousContact",
+    "ContactFieldMissing",
+    "ContactNotFound",
+    "DeliveryError",
+    "DemoInfo",
+    "FunctionsSettings",
+    "InvalidArgument",
+    "InvalidDate",
+    "ItemNotFound",
+    "MessageTransport",
+    "OutboxTransport",
+    "StoreError",
+    "UrlOpener",
+    "atomic_write",
+    "builtin_tools",
+    "confine",
+    "init_demo",
+    "resolve_expression",
+    "terminal_confirm",
+]

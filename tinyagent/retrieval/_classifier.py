@@ -1,0 +1,244 @@
+"""A learned multi-label tool classifier, run by onnxruntime (trained by ``tinyagent.retrieval.train_classifier``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._plan import Example
+from .._tools import ToolRegistry
+from ..errors import ConfigurationError, ModelError, ModelIntegrityError
+from ._deps import require
+from ._embedding import Embedder, load_embedder
+from ._examples import DependencyGraph
+from ._scoring import ScoringRetriever
+from ._text import hashed_features
+
+__all__ = ["ClassifierModel", "ClassifierRetriever", "Thresholds", "featurize"]
+
+log = logging.getLogger("tinyagent.retrieval")
+
+MODEL_FILE = "classifier.onnx"
+META_FILE = "classifier.json"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Probability cut-offs calibrated on held-out predictions.
+
+    Attributes:
+        offer: tools at or above this are offered (chosen so held-out recall reaches the target).
+        wide: a tool between ``wide`` and ``offer`` makes the retriever unsure, and then everything at or above
+            ``wide`` is offered (chosen so held-out recall reaches a tenfold smaller miss rate).
+    """
+
+    offer: float
+    wide: float
+
+
+def featurize(texts: Sequence[str], embedder: Embedder | None, hash_dim: int) -> dict[str, Any]:
+    """The classifier's inputs for ``texts``: a sentence embedding and hashed word n-grams.
+
+    Args:
+        texts: requests.
+        embedder: the sentence embedder, or None when the classifier uses no embedding.
+        hash_dim: width of the hashed bag of words (0 for none).
+
+    Returns:
+        ``{"embedding": (n, d), "words": (n, hash_dim)}`` float32 arrays (a zero-width array for an unused input).
+    """
+    np = require("numpy")
+    n = len(texts)
+    emb = embedder.embed(texts) if embedder is not None else np.zeros((n, 0), dtype=np.float32)
+    words = hashed_features(texts, hash_dim) if hash_dim > 0 else np.zeros((n, 0), dtype=np.float32)
+    return {"embedding": np.asarray(emb, dtype=np.float32), "words": words}
+
+
+@dataclass
+class ClassifierModel:
+    """A trained classifier: the ONNX graph, its tool columns, thresholds and the dependencies seen in training.
+
+    Load one with :meth:`load`.
+    """
+
+    tools: tuple[str, ...]
+    thresholds: Thresholds
+    hash_dim: int
+    uses_embedding: bool
+    embedder_name: str
+    dependencies: DependencyGraph
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    path: Path = Path()
+    _session: Any = None
+
+    @classmethod
+    def load(cls, path: str | Path, threads: int = 1) -> ClassifierModel:
+        """Load ``classifier.onnx`` and ``classifier.json`` from a folder (or from the JSON file's folder).
+
+        Raises:
+            ConfigurationError: the files are missing.
+            ModelIntegrityError: the ONNX file does not match the sha256 recorded at training.
+            ModelError: onnxruntime cannot load it.
+        """
+        folder = Path(path)
+        if folder.is_file():
+            folder = folder.parent
+        meta_path, model_path = folder / META_FILE, folder / MODEL_FILE
+        if not meta_path.is_file() or not model_path.is_file():
+            raise ConfigurationError(
+                f"no trained tool classifier in {folder} ({META_FILE} and {MODEL_FILE} expected); train one with: "
+                "python -m tinyagent.retrieval.train_classifier --tools ... --data ... --out " + str(folder)
+            )
+        meta = json.loads(meta_path.read_text())
+        digest = hashlib.sha256(model_path.read_bytes()).hexdigest()
+        if meta.get("sha256") and meta["sha256"] != digest:
+            raise ModelIntegrityError(
+                f"{model_path} does not match the sha256 in {meta_path}; train the classifier again"
+            )
+        ort = require("onnxruntime")
+        try:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime errors are wrapped
+            raise ModelError(f"cannot load the tool classifier {model_path}: {exc}") from exc
+        thr = meta["thresholds"]
+        return cls(
+            tools=tuple(meta["tools"]),
+            thresholds=Thresholds(offer=float(thr["offer"]), wide=float(thr["wide"])),
+            hash_dim=int(meta["features"]["hash_dim"]),
+            uses_embedding=bool(meta["features"]["embedding"]),
+            embedder_name=str(meta["features"].get("embedder", "")),
+            dependencies=DependencyGraph(meta.get("dependencies", {})),
+            metrics=meta.get("metrics", {}),
+            path=folder,
+            _session=session,
+        )
+
+    def predict(self, features: Mapping[str, Any]) -> Any:
+        """Probabilities, shape ``(n, len(tools))``, for inputs from :func:`featurize`.
+
+        Raises:
+            ModelError: onnxruntime failed.
+        """
+        feeds = {"embedding": features["embedding"], "words": features["words"]}
+        try:
+            return self._session.run(None, feeds)[0]
+        except Exception as exc:  # noqa: BLE001 - onnxruntime errors are wrapped
+            raise ModelError(f"the tool classifier failed: {exc}") from exc
+
+
+def load_classifier(classifier: ClassifierModel | str | Path, threads: int = 1) -> ClassifierModel:
+    """A :class:`ClassifierModel` from an instance or a folder."""
+    return classifier if isinstance(classifier, ClassifierModel) else ClassifierModel.load(classifier, threads)
+
+
+class ClassifierRetriever(ScoringRetriever):
+    """A multi-label classifier trained for one registry: every tool at or above a calibrated probability is offered.
+
+    Tools the classifier was not trained on score 0 and are offered only when the set is widened; use
+    :class:`HybridRetriever` for registries that grow after training.
+
+    Uncertainty: a tool whose probability falls between the ``wide`` and ``offer`` thresholds, or no tool above
+    ``offer`` at all, marks the retrieval uncertain; then every tool above ``wide`` is offered (at least ``k``).
+
+    Args:
+        classifier: a folder written by ``train_classifier`` or a loaded :class:`ClassifierModel`.
+        embedder: the sentence embedder the classifier was trained with (default: the exported MiniLM).
+        k: tools offered when nothing clears the thresholds.
+        wide_k: tools offered by :meth:`widen` at least.
+        n_examples: few-shot examples per request.
+        expand_dependencies: also offer the tools a chosen tool usually needs (from training data and examples).
+        threads: onnxruntime threads.
+
+    Raises:
+        ConfigurationError: no classifier (or no embedder) was found.
+    """
+
+    def __init__(
+        self,
+        classifier: ClassifierModel | str | Path,
+        *,
+        embedder: Embedder | str | Path | None = None,
+        k: int = 3,
+        wide_k: int | None = None,
+        n_examples: int = 3,
+        expand_dependencies: bool = True,
+        threads: int = 1,
+    ) -> None:
+        super().__init__(
+            k=k, wide_k=wide_k, n_examples=n_examples, expand_dependencies=expand_dependencies, margin=0.0, floor=0.0
+        )
+        self.model = load_classifier(classifier, threads)
+        self.embedder: Embedder | None = load_embedder(embedder) if self.model.uses_embedding else None
+        self._np = require("numpy")
+        self._columns: Any = None
+
+    def _index(self, registry: ToolRegistry, documents: list[str]) -> None:
+        np = self._np
+        position = {name: i for i, name in enumerate(self.model.tools)}
+        self._columns = np.array([position.get(n, -1) for n in self._names], dtype=np.int64)
+        unknown = [n for n in self._names if n not in position]
+        if unknown:
+            log.warning(
+                "the tool classifier was not trained on %d tool(s) (%s%s); they are offered only when widening. "
+                "Retrain it, or use HybridRetriever",
+                len(unknown),
+                ", ".join(unknown[:5]),
+                "…" if len(unknown) > 5 else "",
+            )
+
+    def fit(self, registry: ToolRegistry, examples: Sequence[Example] = ()) -> None:
+        """Bind the classifier's columns to ``registry``; learn dependencies from ``examples`` and training data."""
+        super().fit(registry, examples)
+        if self.expand_dependencies:
+            self._graph = self._graph.merged(self.model.dependencies)
+
+    def _encode(self, query: str) -> Any:
+        return self.embedder.embed([query])[0] if self.embedder is not None else None
+
+    def _embed_texts(self) -> Any:
+        return self.embedder.embed if self.embedder is not None else None
+
+    def probabilities(self, query: str, vector: Any = None) -> Any:
+        """The probability of every registry tool (0 for tools the classifier does not know)."""
+        np = self._np
+        emb = vector if vector is not None else self._encode(query)
+        features = {
+            "embedding": (emb[None, :] if emb is not None else np.zeros((1, 0), dtype=np.float32)).astype(np.float32),
+            "words": hashed_features([query], self.model.hash_dim),
+        }
+        probs = self.model.predict(features)[0]
+        out = np.where(self._columns >= 0, probs[np.maximum(self._columns, 0)], 0.0)
+        return out.astype(np.float32)
+
+    def _score(self, query: str, vector: Any) -> Any:
+        return self.probabilities(query, vector)
+
+    def _normalized(self, raw: Any) -> Any:
+        return raw
+
+    def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
+        return choose_by_threshold(raw, self._names, self.model.thresholds, self.k)
+
+
+def choose_by_threshold(probs: Any, names: Sequence[str], thresholds: Thresholds, k: int) -> tuple[list[str], bool]:
+    """Offer every tool at or above ``thresholds.offer``; widen to ``thresholds.wide`` (at least ``k`` tools) when a
+    tool falls between the two or none clears ``offer``. Returns the tools (best first) and whether it widened."""
+    np = require("numpy")
+    order = np.argsort(-probs, kind="stable")
+    sure = [int(i) for i in order if probs[i] >= thresholds.offer]
+    borderline = any(thresholds.wide <= probs[i] < thresholds.offer for i in order)
+    if sure and not borderline:
+        return [names[i] for i in sure], False
+    wide = [int(i) for i in order if probs[i] >= thresholds.wide]
+    if len(wide) < k:
+        wide = [int(i) for i in order[: min(k, len(order))]]
+    return [names[i] for i in wide], True

@@ -1,0 +1,208 @@
+"""The default retriever: a trained classifier where there is one, BM25 + embeddings + example votes elsewhere."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._plan import Example
+from .._tools import ToolRegistry
+from ..errors import ConfigurationError
+from ._bm25 import BM25Index
+from ._classifier import ClassifierModel, choose_by_threshold, load_classifier
+from ._deps import require
+from ._embedding import Embedder, load_embedder
+from ._scoring import ScoringRetriever
+from ._text import hashed_features
+
+__all__ = ["HybridRetriever", "default_retriever"]
+
+log = logging.getLogger("tinyagent.retrieval")
+
+
+class HybridRetriever(ScoringRetriever):
+    """Combines every signal available, so it works from 10 tools to 1,000, with or without training data.
+
+    * Tools a trained classifier knows are offered by its calibrated threshold (see :class:`ClassifierRetriever`).
+    * Every other tool is ranked by a fused score: BM25 on its document, cosine similarity of embeddings, and a
+      vote of the most similar few-shot examples that use it. Without a classifier the ``k`` best are offered; with
+      one, the ``extra_k`` best of the tools it does not know are added (tools registered after training).
+    * Dependencies learned from example plans (and from the classifier's training data) are added: a chosen tool
+      brings the tools it usually needs (``send_email`` brings the address lookup when the data shows that link).
+
+    Args:
+        classifier: a trained classifier folder or model, or None.
+        embedder: an :class:`Embedder`, an exported MiniLM folder, None for the default exported MiniLM, or False
+            for no embeddings (BM25 and example votes only).
+        k: tools offered without a classifier when sure.
+        wide_k: tools offered when unsure; defaults to ``2 * k``.
+        extra_k: with a classifier, how many tools it was not trained on are offered per request.
+        n_examples: few-shot examples per request.
+        expand_dependencies: offer the tools a chosen tool usually needs.
+        weights: fusion weights of (BM25, embedding, example vote).
+        margin: uncertainty margin of the fused ranking (see :class:`ScoringRetriever`).
+        threads: onnxruntime threads.
+
+    Raises:
+        ConfigurationError: the classifier or embedder folder holds no model.
+    """
+
+    def __init__(
+        self,
+        classifier: ClassifierModel | str | Path | None = None,
+        *,
+        embedder: Embedder | str | Path | None | bool = None,
+        k: int = 5,
+        wide_k: int | None = None,
+        extra_k: int = 2,
+        n_examples: int = 3,
+        expand_dependencies: bool = True,
+        weights: tuple[float, float, float] = (0.3, 0.4, 0.3),
+        margin: float = 0.02,
+        threads: int = 1,
+    ) -> None:
+        super().__init__(
+            k=k,
+            wide_k=wide_k,
+            n_examples=n_examples,
+            expand_dependencies=expand_dependencies,
+            margin=margin,
+            floor=0.0,
+        )
+        if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) <= 0:
+            raise ConfigurationError(f"weights must be three non-negative numbers (BM25, embedding, votes): {weights}")
+        self.model = load_classifier(classifier, threads) if classifier is not None else None
+        self.embedder: Embedder | None = None
+        if embedder is not False:
+            self.embedder = load_embedder(None if embedder is True else embedder)  # type: ignore[arg-type]
+        if self.model is not None and self.model.uses_embedding and self.embedder is None:
+            raise ConfigurationError("this classifier was trained with sentence embeddings; pass an embedder")
+        self.extra_k = extra_k
+        self.weights = weights
+        self._np = require("numpy")
+        self._bm25: BM25Index | None = None
+        self._docs: Any = None
+        self._known: Any = None
+        self._columns: Any = None
+        self._example_tools: Any = None
+
+    # -- indexing ---------------------------------------------------------------------------------------------
+    def _index(self, registry: ToolRegistry, documents: list[str]) -> None:
+        np = self._np
+        self._bm25 = BM25Index(documents)
+        self._docs = self.embedder.embed(documents) if self.embedder is not None else None
+        if self.model is not None:
+            position = {n: i for i, n in enumerate(self.model.tools)}
+            self._columns = np.array([position.get(n, -1) for n in self._names], dtype=np.int64)
+        else:
+            self._columns = np.full(len(self._names), -1, dtype=np.int64)
+        self._known = self._columns >= 0
+        log.debug("hybrid retriever: %d of %d tools known to the classifier", int(self._known.sum()), len(self._names))
+
+    def fit(self, registry: ToolRegistry, examples: Sequence[Example] = ()) -> None:
+        """Index ``registry``; learn example votes and dependencies from ``examples`` (and the classifier's data)."""
+        super().fit(registry, examples)
+        np = self._np
+        assert self._selector is not None  # set by super().fit
+        pool = self._selector.examples
+        column = {n: i for i, n in enumerate(self._names)}
+        self._example_tools = np.zeros((len(pool), len(self._names)), dtype=np.float32)
+        for i, ex in enumerate(pool):
+            for name in ex.tool_names:
+                self._example_tools[i, column[name]] = 1.0
+        if self.model is not None and self.expand_dependencies:
+            self._graph = self._graph.merged(self.model.dependencies)
+
+    # -- scoring ----------------------------------------------------------------------------------------------
+    def _encode(self, query: str) -> Any:
+        return self.embedder.embed([query])[0] if self.embedder is not None else None
+
+    def _embed_texts(self) -> Any:
+        return self.embedder.embed if self.embedder is not None else None
+
+    def _fused(self, query: str, vector: Any) -> Any:
+        """BM25, embedding similarity and example votes, each on 0..1, weighted."""
+        np = self._np
+        assert self._bm25 is not None and self._selector is not None
+        w_lex, w_sem, w_vote = self.weights
+        total = np.zeros(len(self._names), dtype=np.float32)
+        weight = 0.0
+        lex = self._bm25.scores(query)
+        if lex.max() > 0:
+            total += w_lex * lex / lex.max()
+        weight += w_lex
+        if self._docs is not None and vector is not None:
+            cos = self._docs @ vector
+            low, top = float(cos.min()), float(cos.max())
+            if top > low:
+                total += w_sem * (cos - low) / (top - low)
+            weight += w_sem
+        if len(self._selector.examples) > 0 and self._example_tools is not None:
+            sims = self._selector.similarities(vector if vector is not None else hashed_features([query])[0])
+            total += w_vote * self._votes(sims)
+            weight += w_vote
+        return total / weight if weight > 0 else total
+
+    def _votes(self, sims: Any, neighbours: int = 8, temperature: float = 0.05) -> Any:
+        """The share of the nearest examples (softmax-weighted by similarity) that use each tool."""
+        np = self._np
+        n = min(neighbours, len(sims))
+        top = np.argpartition(-sims, n - 1)[:n]
+        w = np.exp((sims[top] - sims[top].max()) / temperature)
+        votes = (w[:, None] * self._example_tools[top]).sum(axis=0) / w.sum()
+        return votes.astype(np.float32)
+
+    def _probabilities(self, query: str, vector: Any) -> Any:
+        np = self._np
+        assert self.model is not None
+        emb = vector[None, :].astype(np.float32) if vector is not None else np.zeros((1, 0), dtype=np.float32)
+        probs = self.model.predict({"embedding": emb, "words": hashed_features([query], self.model.hash_dim)})[0]
+        return np.where(self._known, probs[np.maximum(self._columns, 0)], 0.0).astype(np.float32)
+
+    def _score(self, query: str, vector: Any) -> Any:
+        np = self._np
+        fused = self._fused(query, vector)
+        if self.model is None:
+            return fused
+        return np.where(self._known, self._probabilities(query, vector), fused).astype(np.float32)
+
+    def _normalized(self, raw: Any) -> Any:
+        return raw  # probabilities and fused scores are already on 0..1
+
+    def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
+        np = self._np
+        if self.model is None or not self._known.any():
+            return super()._choose(raw, sims)
+        known = np.flatnonzero(self._known)
+        names = [self._names[int(i)] for i in known]
+        tools, unsure = choose_by_threshold(raw[known], names, self.model.thresholds, self.k)
+        unknown = np.flatnonzero(~self._known)
+        if unknown.size and self.extra_k > 0:
+            n = self.extra_k * (2 if unsure else 1)
+            best = unknown[np.argsort(-raw[unknown], kind="stable")[:n]]
+            tools.extend(self._names[int(i)] for i in best if raw[i] > 0)
+        return tools, unsure
+
+
+def default_retriever(classifier: ClassifierModel | str | Path | None = None, **options: Any) -> HybridRetriever:
+    """A :class:`HybridRetriever` with whatever is available: the exported MiniLM if it is in the cache (BM25 and
+    example votes otherwise) and ``classifier`` if given.
+
+    Args:
+        classifier: a trained classifier folder or model, or None.
+        options: passed on to :class:`HybridRetriever`.
+    """
+    from ._cache import default_embedder_dir
+
+    if "embedder" not in options:
+        have = (default_embedder_dir() / "model.onnx").is_file()
+        if not have:
+            log.info(
+                "no exported MiniLM in %s; retrieving with BM25 and example votes only "
+                "(python -m tinyagent.retrieval.export_embedder adds embeddings)",
+                default_embedder_dir(),
+            )
+        options["embedder"] = None if have else False
+    return HybridRetriever(classifier, **options)

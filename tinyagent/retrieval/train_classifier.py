@@ -1,0 +1,483 @@
+"""Train the multi-label tool classifier for one registry, calibrate its thresholds, export it to ONNX.
+
+Usage::
+
+    python -m tinyagent.retrieval.train_classifier --tools tinyagent.functions:builtin_tools \\
+        --data tinyagent/functions/data/evalset.jsonl --split train --out ~/.cache/tinyagent/classifiers/builtin
+
+``--tools`` is ``module:attribute`` (a registry, a list of tools, or a function returning one) or a JSON file of
+OpenAI function specs. ``--data`` is JSONL, one request a line: ``{"query": ..., "calls": [{"id", "name", "args"}]}``
+(the eval set and the teacher pipeline's format; ``"plan"`` or ``"tools"`` (names) work too). Rows with a
+``"split"`` field are used only when it is in ``--split``.
+
+Training: out-of-fold predictions (k folds) calibrate the thresholds, so the recall target is met on requests
+the model did not see; then one model is trained on all rows and exported with ``torch.onnx.export(dynamo=False)``.
+The ONNX file runs on onnxruntime alone. Needs the ``retrieval-train`` extra (torch, rich); the exported
+MiniLM embedder is used for the sentence features (``python -m tinyagent.retrieval.export_embedder``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import logging
+import random
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._plan import Call, Plan
+from .._tools import Tool, ToolRegistry
+from ..errors import ConfigurationError, TinyAgentError, TrainingError
+from ._classifier import META_FILE, MODEL_FILE, ClassifierModel, Thresholds, featurize
+from ._deps import require
+from ._embedding import Embedder, OnnxEmbedder
+from ._examples import DependencyGraph
+from ._text import HASH_DIM, tool_document
+
+__all__ = ["TrainConfig", "TrainingRow", "calibrate_thresholds", "load_rows", "load_tools", "main", "train_classifier"]
+
+log = logging.getLogger("tinyagent.retrieval")
+_EXTRA = "retrieval-train"
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class TrainingRow:
+    """One labelled request: the query, the tools its plan calls, and the plan (for dependencies)."""
+
+    query: str
+    tools: frozenset[str]
+    plan: Plan | None = None
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training settings.
+
+    Attributes:
+        hidden: hidden units.
+        epochs: passes over the data.
+        batch_size: rows per step.
+        lr: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        dropout: dropout before the output layer.
+        folds: folds for the out-of-fold predictions that calibrate the thresholds (2 at least).
+        target_recall: the held-out mean recall the ``offer`` threshold must reach.
+        hash_dim: width of the hashed word features (0 for none).
+        use_embedding: feed the MiniLM sentence embedding too.
+        doc_weight: how many times each tool's own description is added as a training row.
+        seed: random seed.
+        threads: torch threads.
+    """
+
+    hidden: int = 256
+    epochs: int = 40
+    batch_size: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    dropout: float = 0.2
+    folds: int = 5
+    target_recall: float = 0.99
+    hash_dim: int = HASH_DIM
+    use_embedding: bool = True
+    doc_weight: int = 2
+    seed: int = 0
+    threads: int = 2
+
+
+def load_tools(spec: str) -> ToolRegistry:
+    """A registry from ``module:attribute`` or a JSON file of OpenAI specs.
+
+    Raises:
+        ConfigurationError: the spec cannot be resolved.
+    """
+    path = Path(spec)
+    if spec.endswith(".json") and path.is_file():
+        data = json.loads(path.read_text())
+        specs = data.get("tools", data) if isinstance(data, dict) else data
+        return ToolRegistry.from_openai(specs)
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        obj: Any = getattr(module, attr or "TOOLS")
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"--tools {spec!r}: not a JSON file nor an importable module:attribute ({exc})"
+        ) from exc
+    if callable(obj) and not isinstance(obj, Tool):
+        obj = obj()
+    if isinstance(obj, ToolRegistry):
+        return obj
+    if isinstance(obj, Iterable):
+        return ToolRegistry(obj)
+    raise ConfigurationError(f"--tools {spec!r} gave {type(obj).__name__}, not a registry or a list of tools")
+
+
+def _row_from_json(data: dict[str, Any]) -> TrainingRow:
+    query = str(data.get("query") or data.get("question") or "")
+    if not query:
+        raise ConfigurationError("a training row has no 'query'")
+    calls = data.get("calls", data.get("plan"))
+    if isinstance(calls, dict):  # {"calls": [...], "answer": ...}
+        calls = calls.get("calls", [])
+    if calls is not None:
+        plan = Plan(calls=tuple(Call.from_json(c) for c in calls))
+        return TrainingRow(query, frozenset(c.name for c in plan.calls), plan)
+    return TrainingRow(query, frozenset(str(t) for t in data.get("tools", [])))
+
+
+def load_rows(paths: Sequence[Path], splits: Sequence[str] = ("train",)) -> list[TrainingRow]:
+    """Labelled requests from JSONL files; rows with a ``split`` outside ``splits`` are skipped.
+
+    Raises:
+        ConfigurationError: a file is missing or a line is not a request.
+    """
+    rows: list[TrainingRow] = []
+    wanted = set(splits)
+    for path in paths:
+        if not path.is_file():
+            raise ConfigurationError(f"--data {path}: no such file")
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if "split" in data and wanted and data["split"] not in wanted:
+                    continue
+                rows.append(_row_from_json(data))
+            except (ValueError, TinyAgentError) as exc:
+                raise ConfigurationError(f"{path}:{n}: not a training row: {exc}") from exc
+    return rows
+
+
+def _recall_at(probs: Any, labels: Any, threshold: float) -> float:
+    np = require("numpy")
+    has = labels.sum(axis=1) > 0
+    if not has.any():
+        return 1.0
+    hit = ((probs >= threshold) & (labels > 0)).sum(axis=1)
+    return float(np.mean(hit[has] / labels[has].sum(axis=1)))
+
+
+def calibrate_thresholds(probs: Any, labels: Any, target_recall: float) -> Thresholds:
+    """The largest ``offer`` threshold whose mean recall over rows with tools reaches ``target_recall``, and the
+    largest ``wide`` threshold that reaches a tenfold smaller miss rate (both at most 0.5).
+
+    Args:
+        probs: held-out probabilities, shape ``(n, tools)``.
+        labels: 0/1 labels of the same shape.
+        target_recall: e.g. 0.99.
+    """
+    np = require("numpy")
+    candidates = sorted({float(p) for p in probs[labels > 0]} | {0.5}, reverse=True)
+    candidates = [c for c in candidates if c <= 0.5] + [0.0]
+
+    def best(target: float) -> float:
+        for c in candidates:
+            if _recall_at(probs, labels, c) >= target:
+                return c
+        return 0.0
+
+    offer = best(target_recall)
+    wide = min(offer, best(1.0 - (1.0 - target_recall) / 10))
+    # Land between the deciding probability and the next lower one, not on it, so float noise cannot flip a tool.
+    offer = float(np.nextafter(np.float32(offer), np.float32(0.0))) if offer > 0 else 0.0
+    wide = float(np.nextafter(np.float32(wide), np.float32(0.0))) if wide > 0 else 0.0
+    return Thresholds(offer=round(offer, 6), wide=round(min(wide, offer), 6))
+
+
+def _build_model(torch: Any, emb_dim: int, hash_dim: int, hidden: int, n_tools: int, dropout: float) -> Any:
+    class ToolClassifier(torch.nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Linear(emb_dim, hidden) if emb_dim else None
+            self.words = torch.nn.Linear(hash_dim, hidden, bias=not emb_dim) if hash_dim else None
+            self.head = torch.nn.Sequential(
+                torch.nn.GELU(), torch.nn.Dropout(dropout), torch.nn.Linear(hidden, n_tools)
+            )
+
+        def logits(self, embedding: Any, words: Any) -> Any:
+            h = 0
+            if self.emb is not None:
+                h = h + self.emb(embedding)
+            if self.words is not None:
+                h = h + self.words(words)
+            return self.head(h)
+
+        def forward(self, embedding: Any, words: Any) -> Any:
+            return torch.sigmoid(self.logits(embedding, words))
+
+    return ToolClassifier()
+
+
+def _fit(
+    torch: Any, x_emb: Any, x_words: Any, y: Any, w: Any, cfg: TrainConfig, seed: int, tick: Callable[[], None]
+) -> Any:
+    torch.manual_seed(seed)
+    model = _build_model(torch, x_emb.shape[1], x_words.shape[1], cfg.hidden, y.shape[1], cfg.dropout)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    te, tw, ty, tweight = (torch.from_numpy(a) for a in (x_emb, x_words, y, w))
+    n = len(y)
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(cfg.epochs):
+        for idx in torch.randperm(n, generator=gen).split(cfg.batch_size):
+            logits = model.logits(te[idx], tw[idx])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, ty[idx], reduction="none")
+            loss = (loss.mean(dim=1) * tweight[idx]).sum() / tweight[idx].sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        tick()
+    model.eval()
+    return model
+
+
+def train_classifier(
+    registry: ToolRegistry,
+    rows: Sequence[TrainingRow],
+    out: Path,
+    config: TrainConfig | None = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> ClassifierModel:
+    """Train, calibrate on out-of-fold predictions, export to ONNX, check onnxruntime against torch.
+
+    Args:
+        registry: the tools to classify (one output per tool).
+        rows: labelled requests; rows naming tools outside the registry are dropped (logged).
+        out: the folder to write ``classifier.onnx`` and ``classifier.json``.
+        config: training settings.
+        embedder: the sentence embedder (default: the exported MiniLM) when ``config.use_embedding``.
+        progress: called as ``progress(stage, done, total)``.
+
+    Returns:
+        The exported classifier, loaded back through onnxruntime.
+
+    Raises:
+        MissingDependencyError: torch or onnx is missing.
+        ConfigurationError: too few usable rows.
+        TrainingError: training or export failed, or ONNX output differs from torch.
+    """
+    cfg = config or TrainConfig()
+    torch = require("torch", _EXTRA)
+    require("onnx", _EXTRA)
+    np = require("numpy")
+    torch.set_num_threads(max(1, cfg.threads))
+    names = list(registry)
+    column = {n: i for i, n in enumerate(names)}
+    usable = [r for r in rows if r.tools <= set(names)]
+    if len(usable) < len(rows):
+        log.warning("dropped %d training row(s) that call tools outside the registry", len(rows) - len(usable))
+    if len(usable) < 2 * max(2, cfg.folds):
+        raise ConfigurationError(
+            f"only {len(usable)} usable training rows; the classifier needs at least "
+            f"{2 * max(2, cfg.folds)} (give more --data or fewer --folds)"
+        )
+    if cfg.use_embedding and embedder is None:
+        embedder = OnnxEmbedder()
+    report = progress or (lambda stage, done, total: None)
+
+    docs = [tool_document(registry[n]) for n in names]
+    queries = [r.query for r in usable]
+    report("features", 0, 1)
+    feats = featurize(queries + docs, embedder if cfg.use_embedding else None, cfg.hash_dim)
+    report("features", 1, 1)
+    y = np.zeros((len(usable) + len(docs), len(names)), dtype=np.float32)
+    for i, r in enumerate(usable):
+        for t in r.tools:
+            y[i, column[t]] = 1.0
+    for j in range(len(docs)):
+        y[len(usable) + j, j] = 1.0
+    weight = np.ones(len(y), dtype=np.float32)
+    weight[len(usable) :] = float(cfg.doc_weight)
+    x_emb, x_words = feats["embedding"], feats["words"]
+
+    # Out-of-fold predictions for calibration: each request is predicted by a model that never saw it.
+    rng = random.Random(cfg.seed)
+    order = list(range(len(usable)))
+    rng.shuffle(order)
+    folds = [order[f :: cfg.folds] for f in range(cfg.folds)]
+    oof = np.zeros((len(usable), len(names)), dtype=np.float32)
+    total_epochs = cfg.epochs * (cfg.folds + 1)
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        report("train", done, total_epochs)
+
+    try:
+        for f, held in enumerate(folds):
+            held_set = set(held)
+            train_idx = np.array([i for i in range(len(y)) if i not in held_set], dtype=np.int64)
+            model = _fit(
+                torch,
+                x_emb[train_idx],
+                x_words[train_idx],
+                y[train_idx],
+                weight[train_idx],
+                cfg,
+                cfg.seed + f + 1,
+                tick,
+            )
+            with torch.no_grad():
+                oof[held] = model(torch.from_numpy(x_emb[held]), torch.from_numpy(x_words[held])).numpy()
+        final = _fit(torch, x_emb, x_words, y, weight, cfg, cfg.seed, tick)
+    except TinyAgentError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - torch failures are wrapped
+        raise TrainingError(f"training the tool classifier failed: {type(exc).__name__}: {exc}") from exc
+
+    labels = y[: len(usable)]
+    thresholds = calibrate_thresholds(oof, labels, cfg.target_recall)
+    metrics = _oof_metrics(oof, labels, thresholds)
+    log.info("calibrated thresholds offer=%.4f wide=%.4f; held-out %s", thresholds.offer, thresholds.wide, metrics)
+    graph = DependencyGraph.from_plans(r.plan for r in usable if r.plan is not None)
+    report("export", 0, 1)
+    _export(torch, final, x_emb[:4], x_words[:4], out)
+    digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
+    meta = {
+        "format": 1,
+        "tools": names,
+        "thresholds": {"offer": thresholds.offer, "wide": thresholds.wide},
+        "features": {
+            "embedding": cfg.use_embedding,
+            "embedder": getattr(embedder, "name", "") if cfg.use_embedding else "",
+            "embedding_dim": int(x_emb.shape[1]),
+            "hash_dim": cfg.hash_dim,
+        },
+        "dependencies": graph.to_json(),
+        "metrics": metrics,
+        "training": {
+            "rows": len(usable),
+            "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
+            "registry_sha256": hashlib.sha256("\n".join(docs).encode()).hexdigest(),
+        },
+        "sha256": digest,
+    }
+    (out / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    loaded = ClassifierModel.load(out)
+    got = loaded.predict({"embedding": x_emb[:16], "words": x_words[:16]})
+    with torch.no_grad():
+        want = final(torch.from_numpy(x_emb[:16]), torch.from_numpy(x_words[:16])).numpy()
+    diff = float(np.abs(got - want).max())
+    if diff > 1e-4:
+        raise TrainingError(f"the ONNX classifier differs from torch by {diff:.2e} (> 1e-4)")
+    report("export", 1, 1)
+    return loaded
+
+
+def _oof_metrics(probs: Any, labels: Any, thresholds: Thresholds) -> dict[str, float]:
+    np = require("numpy")
+    has = labels.sum(axis=1) > 0
+    offered = probs >= thresholds.offer
+    borderline = ((probs >= thresholds.wide) & (probs < thresholds.offer)).any(axis=1) | ~offered.any(axis=1)
+    final = np.where(borderline[:, None], probs >= thresholds.wide, offered)
+    full = ((final | (labels == 0)).all(axis=1))[has]
+    return {
+        "heldout_recall_offer": round(_recall_at(probs, labels, thresholds.offer), 4),
+        "heldout_recall_with_widening": round(
+            float(np.mean(((final & (labels > 0)).sum(axis=1)[has]) / labels[has].sum(axis=1))), 4
+        ),
+        "heldout_all_tools_found": round(float(full.mean()) if full.size else 1.0, 4),
+        "heldout_mean_tools_offered": round(float(final.sum(axis=1).mean()), 3),
+        "heldout_uncertain_rate": round(float(borderline.mean()), 4),
+        "rows": float(len(labels)),
+    }
+
+
+def _export(torch: Any, model: Any, x_emb: Any, x_words: Any, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the legacy exporter (dynamo=False) is the one asked for
+            torch.onnx.export(
+                model,
+                (torch.from_numpy(x_emb), torch.from_numpy(x_words)),
+                str(out / MODEL_FILE),
+                input_names=["embedding", "words"],
+                output_names=["probabilities"],
+                dynamic_axes={"embedding": {0: "batch"}, "words": {0: "batch"}, "probabilities": {0: "batch"}},
+                opset_version=17,
+                dynamo=False,
+            )
+    except Exception as exc:  # noqa: BLE001 - exporter failures are wrapped
+        raise TrainingError(f"exporting the tool classifier to ONNX failed: {exc}") from exc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (with a rich progress bar); returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tinyagent.retrieval.train_classifier",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--tools", required=True, help="module:attribute or a JSON file of OpenAI function specs")
+    parser.add_argument("--data", required=True, type=Path, nargs="+", help="JSONL training file(s)")
+    parser.add_argument("--out", required=True, type=Path, help="folder for classifier.onnx and classifier.json")
+    parser.add_argument("--split", default="train", help="comma-separated splits to train on (rows with a 'split')")
+    parser.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    parser.add_argument("--folds", type=int, default=TrainConfig.folds)
+    parser.add_argument("--hidden", type=int, default=TrainConfig.hidden)
+    parser.add_argument("--target-recall", type=float, default=TrainConfig.target_recall)
+    parser.add_argument("--hash-dim", type=int, default=TrainConfig.hash_dim)
+    parser.add_argument("--no-embedding", action="store_true", help="hashed word features only (no MiniLM)")
+    parser.add_argument("--embedder", type=Path, default=None, help="exported MiniLM folder (default: the cache)")
+    parser.add_argument("--threads", type=int, default=TrainConfig.threads)
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    require("rich", _EXTRA)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    cfg = TrainConfig(
+        hidden=args.hidden,
+        epochs=args.epochs,
+        folds=args.folds,
+        target_recall=args.target_recall,
+        hash_dim=args.hash_dim,
+        use_embedding=not args.no_embedding,
+        seed=args.seed,
+        threads=args.threads,
+    )
+    start = time.perf_counter()
+    try:
+        registry = load_tools(args.tools)
+        rows = load_rows(args.data, [s for s in args.split.split(",") if s])
+        embedder = OnnxEmbedder(args.embedder) if cfg.use_embedding else None
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as bar:
+            tasks: dict[str, Any] = {}
+
+            def on_progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            model = train_classifier(registry, rows, args.out, cfg, embedder, on_progress)
+    except TinyAgentError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 1
+    console.print(
+        f"trained on {len(rows)} rows for {len(model.tools)} tools in {time.perf_counter() - start:.1f} s; "
+        f"thresholds offer={model.thresholds.offer:.4f} wide={model.thresholds.wide:.4f}"
+    )
+    console.print({k: v for k, v in model.metrics.items()})
+    console.print(f"wrote {args.out / MODEL_FILE} and {args.out / META_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

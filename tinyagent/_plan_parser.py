@@ -73,11 +73,11 @@ class _ValueParser:
         self.ws()
         c = self.peek()
         if c == "$":
-            m = re.compile(r"\$\{?(\d+)\}?").match(self.s, self.i)
+            m = re.compile(r"\$(?:\{(\d+)\}|(\d+))").match(self.s, self.i)
             if not m:
                 raise self.error("expected a step number after '$'")
             self.i = m.end()
-            return Ref(int(m.group(1)))
+            return Ref(int(m.group(1) or m.group(2)))
         if c in "\"'":
             return self.string(c)
         if c == "[" or c == "(":

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 _NO_KEY = "sk-no-key-needed"
 _PER_MESSAGE_OVERHEAD = 10
-_FIXED_OVERHEAD = 48
+_FIXED_OVERHEAD = 64
 
 
 class EndpointUnreachable(EndpointError):
@@ -268,6 +268,7 @@ class OpenAIModel(Model):
             kwargs["stream_options"] = {"include_usage": True}
         if request.logprobs:
             kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = 1  # llama.cpp's server sends no log-probabilities without it
         extra = dict(self.extra_body)
         if request.grammar:
             if self.supports_grammar:
@@ -375,8 +376,10 @@ class OpenAIModel(Model):
             )
         text = "".join(parts)
         if usage is None:
-            # The server did not report usage: use upper bounds, so that budgets stay safe.
-            usage = Usage(self.prompt_token_bound(request), min(request.max_tokens, len(text.encode("utf-8")) + 1), 1)
+            # The server did not report usage (llama.cpp's server does not, when streaming): use upper bounds, so
+            # that budgets stay safe; with a tokenizer they are close to the truth.
+            counted = self._tokenizer(text) if self._tokenizer is not None else len(text.encode("utf-8"))
+            usage = Usage(self.prompt_token_bound(request), min(request.max_tokens, int(counted) + 1), 1)
         mean_logprob = sum(logprobs) / len(logprobs) if logprobs else None
         yield Completion(
             text=text,

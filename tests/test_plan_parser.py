@@ -63,7 +63,8 @@ def test_streaming_emits_each_call_when_its_line_completes() -> None:
 
 
 def test_lenient_forms_from_ungrammared_models() -> None:
-    text = "Thought: look up first\n```\n1. get_email_address(name='Sid')\n2: send_email(to=[$1], subject='x', cc=None)\n```"
+    text = ("Thought: look up first\n```\n1. get_email_address(name='Sid')\n"
+            "2: send_email(to=[$1], subject='x', cc=None)\n```")
     plan = parse_plan(text, TOOLS)
     assert plan.calls[1].args == {"to": [Ref(1)], "subject": "x", "cc": None}
 

@@ -177,7 +177,8 @@ class Agent:
 
     def plan_sync(self, query: str, **kwargs: Any) -> PlanResult:
         """Synchronous :meth:`plan`."""
-        return _run_sync(self.plan(query, **kwargs))
+        result: PlanResult = _run_sync(self.plan(query, **kwargs))
+        return result
 
     async def run(
         self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
@@ -198,7 +199,8 @@ class Agent:
 
     def run_sync(self, query: str, **kwargs: Any) -> RunResult:
         """Synchronous :meth:`run`."""
-        return _run_sync(self.run(query, **kwargs))
+        result: RunResult = _run_sync(self.run(query, **kwargs))
+        return result
 
     async def run_stream(
         self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
@@ -234,8 +236,7 @@ class Agent:
     def _offer(self, query: str, previous: Any = None, hint: str = "") -> tuple[dict[str, Tool], list[Example], bool]:
         if self.retriever is None:
             tools = dict(self.registry.items())
-            examples = [e for e in self.examples if e.tool_names <= tools.keys()][: self.settings.max_examples]
-            return tools, examples, False
+            return tools, self._similar_examples(query, tools.keys()), False
         retrieval = (self.retriever.widen(query, previous, hint) if previous is not None
                      else self.retriever.retrieve(query))
         self._last_retrieval = retrieval
@@ -243,6 +244,23 @@ class Agent:
         tools = {n: self.registry[n] for n in names}
         examples = [e for e in retrieval.examples if e.tool_names <= tools.keys()][: self.settings.max_examples]
         return tools, examples, bool(retrieval.uncertain)
+
+    def _similar_examples(self, query: str, tools: Iterable[str]) -> list[Example]:
+        """The examples most similar to ``query`` whose tools are all offered (static order without numpy)."""
+        allowed = set(tools)
+        k = self.settings.max_examples
+        if len(self.examples) <= k:
+            return [e for e in self.examples if e.tool_names <= allowed]
+        selector = getattr(self, "_selector", None)
+        if selector is None:
+            try:
+                from .retrieval._examples import ExampleSelector
+
+                selector = self._selector = ExampleSelector(self.examples)
+            except ImportError:
+                return [e for e in self.examples if e.tool_names <= allowed][:k]
+        sims = selector.similarities(selector.query_vector(query))
+        return list(selector.select(allowed, k, sims, selector.looks_conversational(sims)))
 
     def _planner_request(
         self,
@@ -342,7 +360,7 @@ class Agent:
             model, stream = await self._call_model(model, request, stage, result.notes)
             result.models.append(model.name)
             parser = PlanStreamParser(tools, first_step=first_step, prior_steps=prior)
-            holder: dict[str, Any] = {}
+            holder: dict[str, Any] = {"plan_started": plan_started}
             verify = bool(getattr(self.router, "needs_verification", False)) and attempt == 0
             streaming = self.settings.streaming_execution and not verify
 
@@ -365,7 +383,7 @@ class Agent:
                             yield call
                     parser.close()
                 finally:
-                    holder["plan_s"] = time.perf_counter() - plan_started
+                    holder["plan_s"] = time.perf_counter() - holder["plan_started"]
                     with contextlib.suppress(Exception):
                         await stream.aclose()  # type: ignore[attr-defined]
 
@@ -408,7 +426,8 @@ class Agent:
             failed = [r for r in new_steps if not r.ok]
             can_replan = attempt < self.settings.max_replans
             if error is not None:
-                reason = f"the plan was invalid: {error}" if isinstance(error, PlanError) else f"planner failed: {error}"
+                kind = "the plan was invalid" if isinstance(error, PlanError) else "planner failed"
+                reason = f"{kind}: {error}"
                 log.info("attempt %d: %s", attempt, reason)
                 result.notes.append(reason)
                 signals = replace(signals, parse_failed=isinstance(error, PlanError),

@@ -189,7 +189,9 @@ integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
 number ::= integer ("." [0-9]{1,10})? ([eE] [-+]? [0-9]{1,3})?
 json-string ::= "\"" char{0,300} "\""
 json-scalar ::= json-string | number | "true" | "false" | "null"
-json-value ::= json-scalar | "[" ( json-scalar ( ", " json-scalar ){0,15} )? "]" | "{" ( json-string ": " json-scalar ( ", " json-string ": " json-scalar ){0,15} )? "}"
+json-list ::= "[" ( json-scalar ( ", " json-scalar ){0,15} )? "]"
+json-object ::= "{" ( json-string ": " json-scalar ( ", " json-string ": " json-scalar ){0,15} )? "}"
+json-value ::= json-scalar | json-list | json-object
 """
 
 

@@ -189,7 +189,8 @@ def parse_call_line(line: str, line_no: int | None = None) -> tuple[int, str, di
     body = m.group(2).strip()
     cm = _CALL_RE.match(body)
     if not cm:
-        raise PlanParseError(f"step {step} is not a call like 'tool(arg=\"x\")': {body!r:.120}", text=line, line=line_no)
+        raise PlanParseError(f"step {step} is not a call like 'tool(arg=\"x\")': {body!r:.120}",
+                             text=line, line=line_no)
     name = cm.group(1)
     try:
         args = _ValueParser(cm.group(2)).args()

@@ -29,7 +29,8 @@ To pass the result of an earlier step, write $k (for example to=[$1]). Only refe
 End every plan with `k. join()` and then <END_OF_PLAN>.
 Rules:
 - Use only the tools listed below, and only the arguments they take.
-- Call a tool only when the request needs it. If no tool is needed (a greeting, a general question), write only `1. join()`.
+- Call a tool only when the request needs it. If no tool is needed (a greeting, a general question), \
+write only `1. join()`.
 - Do every part of the request: one call per action, even when the actions are similar.
 - If the user already gives an email address, phone number or file path, use it directly; do not look it up.
 - If you need a contact's address or number, look it up first and pass the result with $k.
@@ -140,7 +141,8 @@ def replan_context(plan_text: str, observations: Sequence[str], reason: str, nex
     return (
         f"A previous plan was tried:\n{plan_text}\nResults:\n{obs}\n"
         f"It needs a new plan because: {reason}\n"
-        f"Write only the steps still needed, numbered from {next_step}. You may use $k for results above that succeeded."
+        f"Write only the steps still needed, numbered from {next_step}. "
+        "You may use $k for results above that succeeded."
     )
 
 

@@ -94,7 +94,7 @@ def _normalize_node(node: Any, path: str) -> dict[str, Any]:
     out: dict[str, Any] = {k: v for k, v in node.items() if k not in _DROP_KEYS}
     typ = out.get("type")
     if isinstance(typ, list):
-        types = [_map_type(t, path) for t in typ]
+        types: list[str | None] = [_map_type(t, path) for t in typ]
         non_null = [t for t in types if t not in (None, "null")]
         if len(non_null) == 1:
             out["type"] = non_null[0]
@@ -110,11 +110,11 @@ def _normalize_node(node: Any, path: str) -> dict[str, Any]:
             out["type"] = mapped
     for key in ("anyOf", "oneOf"):
         if key in out:
-            variants = [_normalize_node(v, f"{path}.{key}") for v in out[key]]
-            non_null = [v for v in variants if v.get("type") != "null"]
-            if len(non_null) == 1 and len(variants) == 2:
+            variants: list[dict[str, Any]] = [_normalize_node(v, f"{path}.{key}") for v in out[key]]
+            concrete = [v for v in variants if v.get("type") != "null"]
+            if len(concrete) == 1 and len(variants) == 2:
                 out.pop(key)
-                out.update(non_null[0])
+                out.update(concrete[0])
                 out["nullable"] = True
             else:
                 out[key] = variants

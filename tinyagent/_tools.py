@@ -7,7 +7,9 @@ One internal definition, :class:`Tool`; conversion to and from OpenAI's ``{"type
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -32,6 +34,9 @@ __all__ = ["ConfirmHook", "ConfirmationRequest", "Tool", "ToolContext", "ToolReg
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 DEFAULT_TOOL_TIMEOUT = 60.0
+# Sync tools mostly wait on I/O, so run them on a pool wider than asyncio's default (cores + 4): a plan's independent
+# steps should all run at once.
+_TOOL_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tinyagent-tool")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -178,7 +183,8 @@ class Tool:
                 if inspect.iscoroutinefunction(self.function):
                     return await self.function(**kwargs)
                 # A thread cannot be killed: on timeout we stop waiting, and the thread finishes on its own.
-                return await asyncio.to_thread(self.function, **kwargs)
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(_TOOL_THREADS, functools.partial(self.function, **kwargs))
         except TimeoutError as exc:
             raise ToolTimeout(f"{self.name} did not finish within {timeout:g} s", tool=self.name) from exc
         except ToolError:

@@ -20,13 +20,16 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ._plan import JOIN, Call, Plan, Ref, find_refs
 from ._tools import Tool
-from .errors import ConfigurationError, PlanValidationError
+from .errors import ConfigurationError, PlanValidationError, TinyAgentError
 
-__all__ = ["EvalCase", "dag_success", "default_evalset_path", "load_evalset", "score", "strict_success"]
+__all__ = [
+    "EvalCase", "Planner", "dag_success", "default_evalset_path", "evaluate", "load_evalset", "score",
+    "strict_success",
+]
 
 CallLike = Call | Mapping[str, Any]
 PlanLike = Plan | Sequence[CallLike]
@@ -48,6 +51,7 @@ class EvalCase:
         key_args: per gold call id, the argument names strict success compares.
         answer: for a request that needs no tool (``calls == []``), the direct answer.
         date_exprs: per call id and argument, the relative expression the gold date was resolved from (for checks).
+        category: the kind of request (template family), for per-category reports.
     """
 
     id: str
@@ -58,6 +62,7 @@ class EvalCase:
     key_args: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     answer: str | None = None
     date_exprs: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    category: str = ""
 
     @property
     def plan(self) -> Plan:
@@ -81,6 +86,7 @@ class EvalCase:
                 key_args={int(k): tuple(str(a) for a in v) for k, v in (data.get("key_args") or {}).items()},
                 answer=data.get("answer"),
                 date_exprs={int(k): dict(v) for k, v in (data.get("date_exprs") or {}).items()},
+                category=str(data.get("category", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigurationError(f"not an eval case: {json.dumps(data)[:200]} ({exc})") from exc
@@ -89,6 +95,7 @@ class EvalCase:
         """The JSONL record."""
         out: dict[str, Any] = {
             "id": self.id, "query": self.query, "today": self.today.isoformat(), "split": self.split,
+            **({"category": self.category} if self.category else {}),
             "calls": list(self.calls), "key_args": {str(k): list(v) for k, v in self.key_args.items()},
             "answer": self.answer,
         }
@@ -276,6 +283,69 @@ def score(
     }
 
 
+class _HasPlan(Protocol):
+    plan: Plan
+
+
+class Planner(Protocol):
+    """Anything that plans a request (``tinyagent.Agent`` does)."""
+
+    async def plan(self, query: str, *, today: dt.date | None = None) -> _HasPlan:
+        """Plan ``query`` as of ``today``."""
+        ...
+
+
+async def evaluate(
+    planner: Planner,
+    cases: Sequence[EvalCase],
+    tools: Mapping[str, Tool] | Iterable[Tool] | None = None,
+) -> dict[str, Any]:
+    """Plan every case with ``planner`` and score the plans (nothing is executed).
+
+    A planner error (an unparseable plan, a model failure) counts as a failed case and is recorded.
+
+    Args:
+        planner: e.g. a :class:`tinyagent.Agent`.
+        cases: the cases, e.g. ``load_evalset("test")``.
+        tools: the tools, for argument defaults in strict success.
+
+    Returns:
+        :func:`score`'s result plus ``mean_latency_s``, ``errors`` (case id -> message), ``predictions``
+        (case id -> JSON calls) and ``by_category`` (category -> n, dag_success, strict_success).
+    """
+    import time
+
+    preds: dict[str, PlanLike | None] = {}
+    errors: dict[str, str] = {}
+    latencies: list[float] = []
+    for case in cases:
+        start = time.perf_counter()
+        try:
+            preds[case.id] = (await planner.plan(case.query, today=case.today)).plan
+        except TinyAgentError as exc:
+            preds[case.id] = None
+            errors[case.id] = f"{type(exc).__name__}: {exc}"
+        latencies.append(time.perf_counter() - start)
+    result = score(preds, cases, tools)
+    dag_failed, strict_failed = set(result["dag_failures"]), set(result["strict_failures"])
+    by_category: dict[str, dict[str, Any]] = {}
+    for case in cases:
+        entry = by_category.setdefault(case.category or "-", {"n": 0, "dag": 0, "strict": 0})
+        entry["n"] += 1
+        entry["dag"] += case.id not in dag_failed
+        entry["strict"] += case.id not in strict_failed
+    result["by_category"] = {
+        k: {"n": v["n"], "dag_success": v["dag"] / v["n"], "strict_success": v["strict"] / v["n"]}
+        for k, v in sorted(by_category.items())
+    }
+    result["mean_latency_s"] = sum(latencies) / len(latencies) if latencies else 0.0
+    result["errors"] = errors
+    result["predictions"] = {
+        cid: (p.to_json() if isinstance(p, Plan) else None) for cid, p in preds.items()
+    }
+    return result
+
+
 # -- argument normalisation -----------------------------------------------------------------------------------
 def _as_mapping(tools: Mapping[str, Tool] | Iterable[Tool] | None) -> Mapping[str, Tool]:
     if tools is None:
@@ -289,7 +359,7 @@ def _arg_equal(pred: _Node, gold: _Node, name: str, mapping: Mapping[int, int], 
     default = _default(tools.get(gold.name), name)
     gv = gold.args.get(name, default)
     pv = _map_refs(pred.args.get(name, default), mapping)
-    return normalize_value(gv) == normalize_value(pv)
+    return bool(normalize_value(gv) == normalize_value(pv))
 
 
 def _default(t: Tool | None, name: str) -> Any:

@@ -29,6 +29,7 @@ from ._errors import (
     ItemNotFound,
     StoreError,
 )
+from ._evalcheck import check_evalset
 from ._paths import atomic_write, confine
 from ._settings import FunctionsSettings, MessageTransport, OutboxTransport, UrlOpener
 from ._time import resolve_expression
@@ -50,6 +51,7 @@ __all__ = [
     "UrlOpener",
     "atomic_write",
     "builtin_tools",
+    "check_evalset",
     "confine",
     "init_demo",
     "resolve_expression",

@@ -323,7 +323,9 @@ class _Builder:
             return {"start": format_when(day, time_of_day), "conflicts": [e.to_dict() for e in clashes]}
 
         @tool
-        def create_reminder(ctx: ToolContext, title: str, due: str = "", list_name: str = "Reminders") -> dict[str, Any]:
+        def create_reminder(
+            ctx: ToolContext, title: str, due: str = "", list_name: str = "Reminders"
+        ) -> dict[str, Any]:
             """Add a reminder (to-do) to a list.
 
             Args:

@@ -44,7 +44,9 @@ class EventInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """A small JSON-able summary: title, start, end (``YYYY-MM-DDTHH:MM`` or a date), location, invitees."""
-        fmt = (lambda d: d.date().isoformat()) if self.all_day else (lambda d: d.strftime("%Y-%m-%dT%H:%M"))
+        def fmt(value: dt.datetime) -> str:
+            return value.date().isoformat() if self.all_day else value.strftime("%Y-%m-%dT%H:%M")
+
         out: dict[str, Any] = {"title": self.title, "start": fmt(self.start), "end": fmt(self.end)}
         if self.location:
             out["location"] = self.location

@@ -48,7 +48,7 @@ _SUGGEST = 50.0
 
 
 def normalize_name(text: str) -> str:
-    """Lower-case, strip diacritics and punctuation, collapse spaces: ``"  José  Álvarez-Ruiz"`` -> ``"jose alvarez ruiz"``."""
+    """Lower-case, strip diacritics and punctuation, collapse spaces (``"José Álvarez"`` -> ``"jose alvarez"``)."""
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
     stripped = stripped.replace("ß", "ss").replace("ø", "o").replace("æ", "ae").replace("ł", "l")

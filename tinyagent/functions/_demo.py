@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import logging
 from dataclasses import dataclass, field
 from email.message import EmailMessage

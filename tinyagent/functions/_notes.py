@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import MissingDependencyError
+from ..errors import MissingDependencyError, PathEscapeError
 from ._errors import InvalidArgument, ItemNotFound
 from ._paths import atomic_write, confine, safe_filename, store_lock
 
@@ -41,7 +41,7 @@ class NotesStore:
 
     def notes(self) -> list[Note]:
         """Every note, sorted by folder and title."""
-        out = []
+        out: list[Note] = []
         if not self.root.is_dir():
             return out
         for path in sorted(self.root.rglob("*.md")):
@@ -98,7 +98,10 @@ class NotesStore:
     def path_for(self, title: str, folder: str) -> Path:
         """Where a new note titled ``title`` in ``folder`` goes (confined to the notes folder)."""
         stem = safe_filename(title)
-        parts = [safe_filename(p, "folder") for p in re.split(r"[/\\]+", folder) if p.strip()] if folder else []
+        raw_parts = [p for p in re.split(r"[/\\]+", folder) if p.strip()] if folder else []
+        if any(p.strip() in ("..", ".") for p in raw_parts) or Path(folder).is_absolute():
+            raise PathEscapeError(f"the folder {folder!r} leaves the notes folder; use a plain folder name like 'work'")
+        parts = [safe_filename(p, "folder") for p in raw_parts]
         return confine(Path(*parts, f"{stem}.md") if parts else Path(f"{stem}.md"), [self.root])
 
     def write(self, path: Path, title: str, body: str) -> None:

@@ -41,7 +41,9 @@ _AMPM = re.compile(r"\b(?:at\s+)?(\d{1,2})(?:[:.](\d{2}))?\s*(a\.?m\.?|p\.?m\.?)
 _H24 = re.compile(r"\b(?:at\s+)?(\d{1,2}):(\d{2})\b")
 _BARE_AT = re.compile(r"\bat\s+(\d{1,2})\b(?!\s*(?:st|nd|rd|th|/|-|\d))")
 _NUM = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:a\s+)?couple\s+of|(?:a\s+)?few)"
-_IN_N = re.compile(rf"^(?:in\s+{_NUM}\s+(day|week|month|year)s?|{_NUM}\s+(day|week|month|year)s?\s+from\s+(?:now|today))$")
+_IN_N = re.compile(
+    rf"^(?:in\s+{_NUM}\s+(day|week|month|year)s?|{_NUM}\s+(day|week|month|year)s?\s+from\s+(?:now|today))$"
+)
 _MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b")
 _FILLER = re.compile(r"\b(?:on|at|by|for|the|of|due|starting|from)\b")
 
@@ -62,7 +64,7 @@ def resolve_expression(expression: str, today: dt.date) -> tuple[dt.date, dt.tim
         InvalidDate: the expression cannot be resolved (the message lists forms that work).
     """
     if not isinstance(expression, str) or not expression.strip():
-        raise InvalidDate(f"an empty date was given; use a form like {EXAMPLES}")
+        raise InvalidDate(f"an empty date was given; use e.g. {EXAMPLES}")
     text = " ".join(expression.strip().lower().replace(",", " ").rstrip(".").split())
     iso = _ISO.match(text)
     if iso:
@@ -226,7 +228,7 @@ def _absolute(text: str, today: dt.date, original: str) -> dt.date:
         parsed = date_parser.parse(text, default=default, fuzzy=False)
     except (ValueError, OverflowError) as exc:
         raise InvalidDate(f"cannot understand the date {original!r}; use e.g. {EXAMPLES}") from exc
-    day = parsed.date()
+    day: dt.date = parsed.date()
     if day < today and not re.search(r"\b\d{4}\b", text):
         # "December 5" said on December 20 means next year's; "the 3rd" said on the 20th means next month's
         has_month = bool(_MONTH.search(text)) or "/" in text or "-" in text

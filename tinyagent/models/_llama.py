@@ -179,7 +179,7 @@ class LlamaCppModel(Model):
             loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
 
         try:
-            from llama_cpp import LlamaGrammar
+            from llama_cpp.llama_grammar import LlamaGrammar
 
             grammar = LlamaGrammar.from_string(request.grammar, verbose=False) if request.grammar else None
             logprob = _LogprobTracker() if request.logprobs else None
@@ -187,7 +187,7 @@ class LlamaCppModel(Model):
                 start = time.perf_counter()
                 ttft = 0.0
                 parts: list[str] = []
-                finish = "stop"
+                finish: str = "stop"
                 usage = Usage()
                 kwargs: dict[str, Any] = dict(
                     messages=list(request.messages),
@@ -201,7 +201,8 @@ class LlamaCppModel(Model):
                     kwargs.update(top_k=1)
                 if logprob is not None:
                     kwargs["logits_processor"] = _processor_list(logprob)
-                for chunk in self._llm.create_chat_completion(**kwargs):
+                chunks: Any = self._llm.create_chat_completion(**kwargs)
+                for chunk in chunks:
                     if stop.is_set():
                         finish = "cancelled"
                         break

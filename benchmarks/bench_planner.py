@@ -1,0 +1,124 @@
+"""Planner accuracy and latency on the functions eval set, per catalog model.
+
+    python benchmarks/bench_planner.py --models qwen2.5-coder-1.5b,qwen2.5-coder-0.5b [--limit N] [--split test]
+
+Writes benchmarks/results/planner.json: per model, DAG and strict success, latency p50/p95, prompt tokens, and the
+failures (for error analysis).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tinyagent import Agent, Example, Plan
+from tinyagent.errors import TinyAgentError
+from tinyagent.functions import FunctionsSettings, builtin_tools
+from tinyagent.models import LlamaCppModel
+from tinyagent.scoring import EvalCase, dag_success, load_evalset, strict_success
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def examples_from(cases: list[EvalCase], k: int) -> list[Example]:
+    """A small, diverse set of train examples: one per category, multi-step first."""
+    by_cat: dict[str, EvalCase] = {}
+    for case in sorted(cases, key=lambda c: -len(c.calls)):
+        by_cat.setdefault(case.category or "", case)
+    chosen = sorted(by_cat.values(), key=lambda c: -len(c.calls))[:k]
+    return [Example(c.query, Plan.from_json(c.calls, answer=c.answer), c.today) for c in chosen]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+async def evaluate(model_name: str, cases: list[EvalCase], examples: list[Example], data_dir: Path,
+                   retriever: Any = None) -> dict[str, Any]:
+    model = LlamaCppModel(model_name, n_threads=int(os.environ.get("BENCH_THREADS", "2")))
+    tools = builtin_tools(FunctionsSettings(data_dir=data_dir))
+    agent = Agent(tools, model=model, examples=examples, retriever=retriever)
+    tool_map = {t.name: t for t in tools}
+    rows = []
+    await agent.plan("warm up the prompt cache", today=cases[0].today)
+    for case in cases:
+        started = time.perf_counter()
+        try:
+            res = await agent.plan(case.query, today=case.today)
+            calls = res.plan.to_json()
+            err = None
+        except TinyAgentError as exc:
+            res, calls, err = None, [], str(exc)
+        elapsed = time.perf_counter() - started
+        dag = dag_success(calls, list(case.calls))
+        strict = strict_success(calls, list(case.calls), case.key_args, tool_map) if dag else False
+        rows.append({"id": case.id, "category": case.category, "dag": dag, "strict": strict, "latency_s": elapsed,
+                     "prompt_tokens": res.prompt_tokens if res else 0,
+                     "tools_offered": len(res.tools_offered) if res else 0,
+                     "pred": calls, "gold": list(case.calls), "error": err, "query": case.query})
+        print(f"{model_name} {case.id} dag={dag} strict={strict} {elapsed:.2f}s", file=sys.stderr)
+    await model.aclose()
+    lat = [r["latency_s"] for r in rows]
+    return {
+        "n": len(rows),
+        "dag_success": sum(r["dag"] for r in rows) / len(rows),
+        "strict_success": sum(r["strict"] for r in rows) / len(rows),
+        "latency_s_p50": percentile(lat, 0.5),
+        "latency_s_p95": percentile(lat, 0.95),
+        "latency_s_mean": statistics.fmean(lat),
+        "prompt_tokens_mean": statistics.fmean(r["prompt_tokens"] for r in rows),
+        "failures": [r for r in rows if not r["strict"]],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="qwen2.5-coder-1.5b,qwen2.5-coder-0.5b")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--examples", type=int, default=4)
+    ap.add_argument("--example-pool", action="store_true", default=True,
+                    help="give the agent the whole train split; it picks the most similar examples per request")
+    ap.add_argument("--static-examples", dest="example_pool", action="store_false")
+    ap.add_argument("--output", default=str(RESULTS / "planner.json"))
+    args = ap.parse_args()
+    cases = load_evalset(args.split)
+    if args.limit:
+        cases = cases[: args.limit]
+    train = load_evalset("train")
+    examples = ([Example(c.query, Plan.from_json(c.calls, answer=c.answer), c.today) for c in train]
+                if args.example_pool else examples_from(train, args.examples))
+    import tempfile
+
+    from tinyagent.functions import init_demo
+
+    out: dict[str, Any] = {"split": args.split, "examples": len(examples), "machine": machine(), "models": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        init_demo(Path(tmp))
+        for name in args.models.split(","):
+            out["models"][name] = asyncio.run(evaluate(name, cases, examples, Path(tmp)))
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(out, indent=2, default=str))
+    for name, r in out["models"].items():
+        print(f"{name}: dag {r['dag_success']:.3f} strict {r['strict_success']:.3f} "
+              f"p50 {r['latency_s_p50']:.2f}s p95 {r['latency_s_p95']:.2f}s prompt {r['prompt_tokens_mean']:.0f} tok")
+
+
+def machine() -> dict[str, Any]:
+    threads = int(os.environ.get("BENCH_THREADS", "2"))
+    return {"cores": os.cpu_count(), "load_1m": os.getloadavg()[0], "threads": threads}
+
+
+if __name__ == "__main__":
+    main()

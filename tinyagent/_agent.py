@@ -158,10 +158,13 @@ class Agent:
             ModelError: the model failed.
         """
         day = today or dt.date.today()
+        self._start_task()
         tools, examples, uncertain = self._offer(query)
         model = self.router.select("plan", RouteSignals(retrieval_uncertain=uncertain))
-        request, prompt_tokens = self._planner_request(model, tools, query, day, examples, history, None, 1, ())
+        request = self._planner_request(model, tools, query, day, examples, history, None, 1, ())
         model, completion, plan = await self._plan_once(model, request, tools, 1, ())
+        prompt_tokens = completion.usage.input_tokens or model.count_tokens(
+            "".join(str(m["content"]) for m in request.messages))
         return PlanResult(
             plan=plan,
             text=completion.text,
@@ -245,6 +248,12 @@ class Agent:
         examples = [e for e in retrieval.examples if e.tool_names <= tools.keys()][: self.settings.max_examples]
         return tools, examples, bool(retrieval.uncertain)
 
+    def _start_task(self) -> None:
+        """Tell a router that a new task starts (its per-task budget resets)."""
+        start_task = getattr(self.router, "start_task", None)
+        if callable(start_task):
+            start_task()
+
     def _similar_examples(self, query: str, tools: Iterable[str]) -> list[Example]:
         """The examples most similar to ``query`` whose tools are all offered (static order without numpy)."""
         allowed = set(tools)
@@ -273,20 +282,27 @@ class Agent:
         context: str | None,
         first_step: int,
         prior_steps: Sequence[int],
-    ) -> tuple[ModelRequest, int]:
+    ) -> ModelRequest:
         messages = build_planner_messages(tools.values(), query, today, examples, history=history,
                                           replan_context=context)
         grammar = None
         if self.settings.use_grammar and model.supports_grammar:
-            grammar = plan_grammar(tools, options=self.settings.grammar, first_step=first_step,
-                                   prior_steps=prior_steps)
+            grammar = self._grammar(tools, first_step, tuple(prior_steps))
         wants_logprobs = bool(getattr(self.router, "wants_logprobs", False))
-        request = ModelRequest(messages=messages, grammar=grammar, max_tokens=self.settings.planner_max_tokens,
-                               stop=(END_OF_PLAN,), logprobs=wants_logprobs)
-        counter = getattr(model, "prompt_tokens", None)
-        prompt_tokens = counter(messages) if callable(counter) else model.count_tokens(
-            "".join(str(m["content"]) for m in messages))
-        return request, prompt_tokens
+        return ModelRequest(messages=messages, grammar=grammar, max_tokens=self.settings.planner_max_tokens,
+                            stop=(END_OF_PLAN,), logprobs=wants_logprobs)
+
+    def _grammar(self, tools: Mapping[str, Tool], first_step: int, prior_steps: tuple[int, ...]) -> str:
+        """The plan grammar, memoised per offered tool set (it is the same for every request with those tools)."""
+        key = (tuple(tools), first_step, prior_steps)
+        cache: dict[tuple[Any, ...], str] = self.__dict__.setdefault("_grammar_cache", {})
+        grammar = cache.get(key)
+        if grammar is None:
+            if len(cache) > 64:
+                cache.clear()
+            grammar = cache[key] = plan_grammar(tools, options=self.settings.grammar, first_step=first_step,
+                                                prior_steps=prior_steps)
+        return grammar
 
     async def _call_model(self, model: Model, request: ModelRequest, stage: Stage,
                           notes: list[str]) -> tuple[Model, AsyncIterator[str | Completion]]:
@@ -336,6 +352,7 @@ class Agent:
         emit: Callable[[RunEvent], Any],
     ) -> RunResult:
         start = time.perf_counter()
+        self._start_task()
         result = RunResult(query=query, answer="")
         timings = {"plan": 0.0, "execute": 0.0, "join": 0.0}
         records: dict[int, StepRecord] = {}
@@ -354,8 +371,8 @@ class Agent:
             model = self.router.select(stage, signals)
             first_step = max(records, default=0) + 1
             prior = [r.id for r in records.values() if r.ok]
-            request, _ = self._planner_request(model, tools, query, today, examples, history, replan_note,
-                                               first_step, prior)
+            request = self._planner_request(model, tools, query, today, examples, history, replan_note,
+                                            first_step, prior)
             plan_started = time.perf_counter()
             model, stream = await self._call_model(model, request, stage, result.notes)
             result.models.append(model.name)

@@ -239,3 +239,15 @@ async def test_real_model_plan_only_is_valid_under_grammar(qwen05_model) -> None
     res = await agent.plan("Look up Ann's and Bo's email addresses")
     assert res.plan.calls and all(c.name in {"get_email_address", "send_email"} for c in res.plan)
     assert res.elapsed_s > 0 and res.prompt_tokens > 50
+
+
+async def test_refused_confirmation_ends_without_replanning() -> None:
+    @tool(requires_confirmation=True)
+    def wire_money(amount: int) -> str:
+        """Send money."""
+        return "sent"
+
+    model = ScriptedModel(["1. wire_money(amount=5)\n2. join()\n<END_OF_PLAN>", "Answer: Not sent: you declined."])
+    result = await Agent([wire_money], model=model, confirm=lambda req: False).run("send 5")
+    assert result.replans == 0 and result.steps[0].error_type == "ConfirmationDenied"
+    assert "Replan" not in (model.requests[-1].grammar or "")

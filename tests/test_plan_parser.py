@@ -132,3 +132,10 @@ def test_fuzz_plan_like_text_streamed_in_chunks(parts: list[str], chunk: int) ->
         parser.close()
     except PlanError:
         pass
+
+
+def test_quoted_references_are_references() -> None:
+    plan = parse_plan('1. get_email_address(name="Sid")\n2. send_email(to=["$1"], subject="$ 5 off")', TOOLS)
+    assert plan.calls[1].args == {"to": [Ref(1)], "subject": "$ 5 off"}
+    with pytest.raises(PlanValidationError, match="forward"):
+        parse_plan('1. send_email(to=["$2"], subject="x")', TOOLS)

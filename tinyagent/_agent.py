@@ -462,7 +462,9 @@ class Agent:
             # Join: answer, or ask for a replan when something failed.
             join_started = time.perf_counter()
             observations = [records[k].observation() for k in sorted(records)]
-            allow_replan = can_replan and bool(failed)
+            # A refused confirmation is the user's decision: report it, never plan around it.
+            refused = any(r.error_type == "ConfirmationDenied" for r in failed)
+            allow_replan = can_replan and bool(failed) and not refused
             verdict, text = await self._join(query, today, result, observations, allow_replan, history, signals)
             timings["join"] += time.perf_counter() - join_started
             if verdict == "replan":

@@ -12,11 +12,12 @@ import json
 import logging
 import os
 import pathlib
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._tools import ConfirmHook, Tool, ToolRegistry
-from ..errors import ConfigurationError, MissingDependencyError
+from ..errors import ConfigurationError
 from ..models._base import Model, ModelRequest
 
 __all__ = [
@@ -66,7 +67,8 @@ def jsonable(value: Any) -> Any:
     if callable(to_json) and not isinstance(value, type):
         return jsonable(to_json())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if not f.name.startswith("_")}
+        fields = [f.name for f in dataclasses.fields(value) if not f.name.startswith("_")]
+        return {name: jsonable(getattr(value, name)) for name in fields}
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return jsonable(dump(mode="json"))
@@ -83,15 +85,19 @@ def _plan_to_dict(plan: Any) -> dict[str, Any]:
 
 
 def result_to_dict(result: Any) -> dict[str, Any]:
-    """A run result as JSON: answer, plans (calls with ``"$k"`` references), steps, usage, timings."""
+    """A run result as JSON (``RunResult.to_dict()``: answer, plans with ``"$k"`` references, steps, usage …)."""
+    to_dict = getattr(result, "to_dict", None)
+    if callable(to_dict):
+        data = jsonable(to_dict())
+        if isinstance(data, dict):
+            return data
     plans = getattr(result, "plans", None) or []
     steps = getattr(result, "steps", None) or []
-    usage = getattr(result, "usage", None)
     return {
         "answer": getattr(result, "answer", None),
-        "plans": [_plan_to_dict(p) for p in plans],
+        "plans": [_plan_to_dict(p)["calls"] for p in plans],
         "steps": [_step_to_dict(s) for s in steps],
-        "usage": _usage_to_dict(usage),
+        "usage": _usage_to_dict(getattr(result, "usage", None)),
         "timings": jsonable(getattr(result, "timings", None) or {}),
     }
 
@@ -161,7 +167,8 @@ class ScriptRule:
 
     Attributes:
         reply: the model's reply.
-        contains: substrings (case-insensitive) that must all occur in the last user message.
+        contains: substrings (case-insensitive) that must all occur in the user's request (the prompt's
+            ``Request:`` line, so earlier turns do not match).
         context: substrings that must all occur somewhere in the request (any message).
         stage: ``"plan"`` or ``"join"`` (the joiner is recognised by its ``Answer:`` grammar or prompt), or None.
     """
@@ -182,10 +189,13 @@ def request_stage(request: ModelRequest) -> str:
     return "join" if "Answer:" in system and "<END_OF_PLAN>" not in system else "plan"
 
 
-def _last_user(request: ModelRequest) -> str:
+def _request_text(request: ModelRequest) -> str:
+    """The user's request in a planner or joiner prompt (the ``Request:`` line), else the last user message."""
     for message in reversed(request.messages):
         if message.get("role") == "user":
-            return str(message.get("content", ""))
+            content = str(message.get("content", ""))
+            found = re.findall(r"^Request: (.*)$", content, flags=re.MULTILINE)
+            return found[-1] if found else content
     return ""
 
 
@@ -235,7 +245,7 @@ def scripted_model_from_file(path: str | os.PathLike[str]) -> Model:
 
     def script(request: ModelRequest) -> str:
         stage = request_stage(request)
-        last = _last_user(request).lower()
+        last = _request_text(request).lower()
         everything = " ".join(str(m.get("content", "")) for m in request.messages).lower()
         for rule in rules:
             if rule.stage is not None and rule.stage != stage:
@@ -333,14 +343,13 @@ def _tools_from_json(path: pathlib.Path) -> ToolRegistry:
 def _builtin_tools(data_dir: pathlib.Path) -> ToolRegistry:
     try:
         functions = importlib.import_module("tinyagent.functions")
-        builtin: Callable[..., Any] = functions.builtin_tools
-    except (ImportError, AttributeError) as exc:
+    except ImportError as exc:
         logger.info("the built-in tool library is unavailable (%s); using the demo tools", exc)
         from ._demo_tools import demo_tools
 
         return demo_tools()
-    tools = builtin(data_dir)
-    return tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    settings = functions.FunctionsSettings(data_dir=data_dir)
+    return ToolRegistry(functions.builtin_tools(settings))
 
 
 # -- agent ----------------------------------------------------------------------------------------------------------
@@ -365,11 +374,3 @@ def build_agent(
     if confirm is not None:
         kwargs["confirm"] = confirm
     return Agent(tools=tools, model=model, **kwargs)
-
-
-def require(module: str, extra: str) -> Any:
-    """Import ``module`` or raise :class:`MissingDependencyError` naming ``extra``."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingDependencyError(module.split(".")[0], extra) from exc

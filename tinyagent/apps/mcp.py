@@ -458,10 +458,12 @@ def serve_registry(
     )
 
 
-def _error_result(message: str) -> Any:
+def _error_result(message: str) -> CallToolResult:
     import mcp_types as types
 
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    result: CallToolResult = types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                                  is_error=True)
+    return result
 
 
 def _version() -> str:

@@ -76,7 +76,9 @@ class ServerSettings:
 class _HTTPError(Exception):
     """An error answered with an OpenAI-style JSON body."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, kind: str = "invalid_request_error", headers: Mapping[str, str] | None = None
+    ) -> None:
         self.status = status
         self.message = message
         self.kind = kind
@@ -143,8 +145,7 @@ def create_app(agent: Any, settings: ServerSettings | None = None) -> Starlette:
     from sse_starlette import EventSourceResponse
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import JSONResponse
     from starlette.routing import Route
 
     if settings is None:
@@ -226,7 +227,7 @@ def create_app(agent: Any, settings: ServerSettings | None = None) -> Starlette:
             raise _HTTPError(500, f"{type(exc).__name__}: {exc}", "agent_error") from exc
 
     async def health(request: Request) -> Response:
-        tools = list(getattr(agent, "tools", None) or [])
+        tools = list(getattr(agent, "registry", None) or getattr(agent, "tools", None) or [])
         return JSONResponse({
             "status": "ok",
             "model": model_name,
@@ -261,7 +262,7 @@ def create_app(agent: Any, settings: ServerSettings | None = None) -> Starlette:
                     async with slot.run():
                         async for event in _stream_events(agent, query, kwargs, settings.request_timeout_s):
                             yield {"event": str(event.get("type", "event")), "data": json.dumps(event)}
-                    yield {"event": "done", "data": "{}"}
+                    yield {"event": "done", "data": json.dumps({"type": "done"})}
                 finally:
                     slot.release()
 

@@ -181,8 +181,13 @@ class LlamaCppModel(Model):
         try:
             from llama_cpp.llama_grammar import LlamaGrammar
 
-            grammar = LlamaGrammar.from_string(request.grammar, verbose=False) if request.grammar else None
             logprob = _LogprobTracker() if request.logprobs else None
+            fast: _GreedyGrammar | None = None
+            grammar = None
+            if request.grammar and request.temperature == 0:
+                fast = _GreedyGrammar(self._llm, request.grammar)
+            elif request.grammar:
+                grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
             with self._lock:
                 start = time.perf_counter()
                 ttft = 0.0
@@ -199,8 +204,9 @@ class LlamaCppModel(Model):
                 )
                 if request.temperature == 0:
                     kwargs.update(top_k=1)
-                if logprob is not None:
-                    kwargs["logits_processor"] = _processor_list(logprob)
+                processors: list[Any] = [p for p in (logprob, fast) if p is not None]
+                if processors:
+                    kwargs["logits_processor"] = _processor_list(processors)
                 chunks: Any = self._llm.create_chat_completion(**kwargs)
                 for chunk in chunks:
                     if stop.is_set():
@@ -217,6 +223,8 @@ class LlamaCppModel(Model):
                         finish = choice["finish_reason"]
                 text = "".join(parts)
                 usage = Usage(self.prompt_tokens(request.messages), len(parts), 1)
+            if fast is not None:
+                fast.close()
             put(
                 "done",
                 Completion(
@@ -282,7 +290,66 @@ class _LogprobTracker:
         return sum(self.values) / len(self.values) if self.values else None
 
 
-def _processor_list(tracker: _LogprobTracker) -> Any:
+def _processor_list(processors: list[Any]) -> Any:
     from llama_cpp import LogitsProcessorList
 
-    return LogitsProcessorList([tracker])
+    return LogitsProcessorList(processors)
+
+
+class _GreedyGrammar:
+    """Grammar-constrained greedy decoding that checks the grammar on the best token first.
+
+    llama-cpp-python applies a grammar sampler to every candidate (150k for Qwen) at every step, which dominates
+    generation time with a large plan grammar. Under greedy decoding only the winner matters: if the model's top
+    token is allowed, it is the answer; only when it is not is the grammar applied to the whole vocabulary
+    (as llama.cpp's own common sampler does).
+
+    Raises:
+        ModelError: llama.cpp could not parse the grammar (checked, so that a bad grammar never crashes it).
+    """
+
+    def __init__(self, llm: Any, grammar: str) -> None:
+        import llama_cpp
+
+        self._api = llama_cpp
+        self._sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"), b"root")
+        if not self._sampler:
+            raise ModelError("llama.cpp rejected the grammar; this is a bug in grammar generation, please report it")
+        self._started = False
+        self.full_passes = 0
+        self.steps = 0
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import ctypes
+
+        import numpy as np
+
+        api = self._api
+        if self._started:
+            api.llama_sampler_accept(self._sampler, int(input_ids[-1]))
+        self._started = True
+        self.steps += 1
+        top = int(np.argmax(scores))
+        one = (api.llama_token_data * 1)(api.llama_token_data(top, float(scores[top]), 0.0))
+        arr = api.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+        api.llama_sampler_apply(self._sampler, ctypes.byref(arr))
+        if np.isfinite(one[0].logit):
+            return scores
+        # The model's favourite is not allowed here: mask the whole vocabulary with the grammar.
+        self.full_passes += 1
+        n = len(scores)
+        data = (api.llama_token_data * n)()
+        view = np.ctypeslib.as_array(ctypes.cast(data, ctypes.POINTER(ctypes.c_byte)), shape=(n * 12,))
+        rec = view.view(np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)]))
+        rec["id"] = np.arange(n, dtype=np.intc)
+        rec["logit"] = scores
+        rec["p"] = 0.0
+        full = api.llama_token_data_array(data=data, size=n, selected=-1, sorted=False)
+        api.llama_sampler_apply(self._sampler, ctypes.byref(full))
+        out = np.array(rec["logit"], dtype=scores.dtype, copy=True)
+        return out
+
+    def close(self) -> None:
+        if self._sampler:
+            self._api.llama_sampler_free(self._sampler)
+            self._sampler = None

@@ -41,7 +41,7 @@ _UNITS: tuple[Unit, ...] = ("usd", "tokens")
 # Chat templates wrap every message in role markers, and some add a default system prompt; these margins cover that
 # for the templates we know (ChatML, Llama 3, Gemma), so the worst case stays an upper bound.
 _PER_MESSAGE_OVERHEAD = 10
-_FIXED_OVERHEAD = 48
+_FIXED_OVERHEAD = 64
 
 
 class ReservationError(UserError):

@@ -242,9 +242,16 @@ class Router:
         ledger: a shared ledger instead of the two budgets (e.g. one session budget for several agents).
         charge_failed_calls: charge a failed cloud call its worst case (a provider may bill a request that timed out);
             when False a failed call is charged nothing.
-        offline_after_failures: consecutive failed cloud calls after which the cloud is treated as offline.
+        offline_after_failures: consecutive failed cloud calls (each after the model's own retries) after which the
+            cloud is treated as offline.
         offline_cooldown_s: how long the cloud stays marked offline before it is tried again.
+        wants_logprobs: ask models for token log-probabilities; by default only when the policy uses confidence.
         clock: seconds, monotonic (injected by tests).
+
+    Attributes:
+        wants_logprobs: the agent asks for log-probabilities in planner requests.
+        needs_verification: the agent buffers the first plan and asks ``select("verify", ...)`` before executing it
+            (only when confidence is used, since that signal exists only once the plan is complete).
 
     Raises:
         ConfigurationError: the local and cloud models have the same name, or a setting is invalid.
@@ -260,8 +267,9 @@ class Router:
         session_budget: Budget | None = None,
         ledger: BudgetLedger | None = None,
         charge_failed_calls: bool = True,
-        offline_after_failures: int = 2,
+        offline_after_failures: int = 1,
         offline_cooldown_s: float = 60.0,
+        wants_logprobs: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if cloud is not None and cloud.name == local.name:
@@ -281,6 +289,9 @@ class Router:
         self.offline_after_failures = offline_after_failures
         self.offline_cooldown_s = offline_cooldown_s
         self._clock = clock
+        uses_confidence = isinstance(self.policy, LocalFirst) and self.policy.thresholds.min_mean_logprob is not None
+        self.needs_verification = uses_confidence and cloud is not None
+        self.wants_logprobs = uses_confidence if wants_logprobs is None else wants_logprobs
         self._lock = threading.RLock()
         self._pending: dict[tuple[int, int], list[_Pending]] = {}
         self._offline_until: float | None = None
@@ -395,7 +406,10 @@ class Router:
             self.ledger.release(pending.reservation)
 
     def status(self) -> dict[str, object]:
-        """Policy, degradation, spend and remaining budget, call counts and this task's decisions (JSON-ready)."""
+        """Policy, degradation, this task's spend, the budgets, call counts and this task's decisions (JSON-ready).
+
+        ``spent`` and ``spent_tokens`` are the current task's charges; ``budget`` holds the task and session ledger.
+        """
         with self._lock:
             budget = self.ledger.snapshot()
             return {
@@ -406,6 +420,8 @@ class Router:
                 "reason": self._degraded,
                 "message": self._degraded_message,
                 "offline": self.is_offline(),
+                "spent": self.ledger.task_spent.usd,
+                "spent_tokens": self.ledger.task_spent.tokens,
                 "calls": dict(self._task_calls),
                 "session_calls": dict(self._session_calls),
                 "budget": budget,
@@ -664,8 +680,10 @@ def calibrate(
             f"no threshold keeps the cost per request within {max_cost:.6g}; the cheapest costs "
             f"{cheapest.cost_per_request:.6g}: raise target_cost"
         )
-    good = [p for p in affordable if min_success is None or p.success >= min_success - eps]
-    if good:
+    good = [p for p in affordable if min_success is not None and p.success >= min_success - eps]
+    if min_success is None:
+        best = max(affordable, key=lambda p: (p.success, -p.cost_per_request))
+    elif good:
         best = min(good, key=lambda p: (p.cost_per_request, -p.success))
     else:
         best = max(affordable, key=lambda p: (p.success, -p.cost_per_request))

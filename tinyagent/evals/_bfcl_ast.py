@@ -135,12 +135,13 @@ def _check_list(param: str, value: list[Any], answers: Answers) -> str | None:
 
 
 def _check_dict(param: str, value: Mapping[str, Any], answers: Answers) -> str | None:
-    error = f"dict_checker:unclear: parameter {param!r} is {value!r}; expected one of {answers!r}"
+    # Validity follows BFCL; as the reason, the first possible answer's mismatch is the most telling.
+    error: str | None = None
     for answer in answers:
         if answer == "":
             continue
         if not isinstance(answer, Mapping):
-            error = f"value_error:dict_value: parameter {param!r}: possible answer {answer!r} is not a dict"
+            error = error or f"value_error:dict_value: parameter {param!r}: possible answer {answer!r} is not a dict"
             continue
         failure = None
         for key, item in value.items():
@@ -159,16 +160,18 @@ def _check_dict(param: str, value: Mapping[str, Any], answers: Answers) -> str |
                     break
         if failure is None:
             return None
-        error = failure
-    return error
+        error = error or failure
+    return error or f"dict_checker:unclear: parameter {param!r} is {value!r}; expected one of {answers!r}"
 
 
 def _check_list_of_dicts(param: str, value: list[Any], answers: Answers) -> str | None:
-    error = f"list_dict_checker:unclear: parameter {param!r} is {value!r}; expected one of {answers!r}"
+    error: str | None = None
     for answer in answers:
         expected = answer if isinstance(answer, list) else []
         if len(value) != len(expected):
-            error = f"value_error:list_dict_count: parameter {param!r} has {len(value)} dicts, expected {len(expected)}"
+            error = error or (
+                f"value_error:list_dict_count: parameter {param!r} has {len(value)} dicts, expected {len(expected)}"
+            )
             continue
         failure = None
         for item, wanted in zip(value, expected, strict=True):
@@ -180,8 +183,8 @@ def _check_list_of_dicts(param: str, value: list[Any], answers: Answers) -> str 
                 break
         if failure is None:
             return None
-        error = failure
-    return error
+        error = error or failure
+    return error or f"list_dict_checker:unclear: parameter {param!r} is {value!r}; expected one of {answers!r}"
 
 
 def check_single_call(

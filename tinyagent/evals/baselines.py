@@ -49,7 +49,8 @@ class LlamaToolBaseline:
     Args:
         model_path: the GGUF file (for a catalog model: ``ModelCatalog().path(name)``).
         mode: ``"chatml-function-calling"`` or ``"gguf-template"``.
-        max_tokens: the most tokens to generate (the chatml handler's inner completions ignore it).
+        max_tokens: the most tokens to generate (for the chatml handler: per inner completion, which it would
+            otherwise leave unbounded).
         n_ctx: context size.
         n_threads: llama.cpp threads.
         system_prompt: the system message.
@@ -86,7 +87,7 @@ class LlamaToolBaseline:
         self.system_prompt = system_prompt
         self.last_reply: str = ""
         try:
-            self._llm = llama_cpp.Llama(
+            self._llm: Any = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
@@ -97,6 +98,26 @@ class LlamaToolBaseline:
             )
         except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError on bad files
             raise ModelError(f"llama.cpp could not load {path}: {exc}") from exc
+        if mode == "chatml-function-calling":
+            self._cap_inner_completions()
+
+    def _cap_inner_completions(self) -> None:
+        """Hold every inner completion of the chatml handler to ``max_tokens``.
+
+        The handler passes ``max_tokens=None`` to its inner completions (the choice of function, each call's
+        arguments), so a model that never closes its JSON would generate up to the context size. Capping each
+        inner completion keeps the comparison at the same ``max_tokens`` as the other systems.
+        """
+        inner = self._llm.create_completion
+        cap = self.max_tokens
+
+        def capped(*args: Any, **kwargs: Any) -> Any:
+            wanted = kwargs.get("max_tokens")
+            if wanted is None or wanted <= 0 or wanted > cap:
+                kwargs["max_tokens"] = cap
+            return inner(*args, **kwargs)
+
+        self._llm.create_completion = capped
 
     def __call__(self, case: BfclCase) -> list[dict[str, Any]]:
         """Predict the case's calls: ``[{"name", "args"}]``, an empty list when the model answers in text.

@@ -130,7 +130,8 @@ def ensure_data(cache_dir: str | Path | None = None) -> Path:
     """Return the pinned ``bfcl-eval`` wheel, downloading it (without dependencies) into ``cache_dir`` if missing.
 
     Args:
-        cache_dir: where to keep the wheel; defaults to tinyagent's user cache folder.
+        cache_dir: where to keep the wheel; defaults to ``bfcl/`` in tinyagent's cache (``$TINYAGENT_CACHE`` or
+            the user cache folder).
 
     Returns:
         The path of the wheel, which :func:`load_cases` reads directly.
@@ -139,9 +140,9 @@ def ensure_data(cache_dir: str | Path | None = None) -> Path:
         BfclDataError: pip could not download the wheel (no network, or no registry access).
     """
     if cache_dir is None:
-        import platformdirs
+        from ..models._catalog import cache_dir as tinyagent_cache
 
-        cache_dir = Path(platformdirs.user_cache_dir("tinyagent")) / "bfcl"
+        cache_dir = tinyagent_cache() / "bfcl"
     folder = Path(cache_dir)
     wheel = folder / _WHEEL_NAME
     if wheel.is_file():
@@ -571,7 +572,10 @@ class SdkPredictor:
     Args:
         model: the planner model.
         today: the date the planner is told (fixed, for reproducible runs); None for the agent's default.
-        agent_options: extra keyword arguments for ``tinyagent.Agent`` (examples, max_replans …).
+        agent_options: extra keyword arguments for ``tinyagent.Agent`` (examples, settings …).
+
+    Attributes:
+        plan_texts: the planner's raw text per case id, for failure analysis.
     """
 
     def __init__(self, model: Model, *, today: dt.date | None = None,
@@ -579,25 +583,25 @@ class SdkPredictor:
         self.model = model
         self.today = today
         self.agent_options = dict(agent_options or {})
-        self.last_plan_text: str = ""
+        self.plan_texts: dict[str, str] = {}
 
     async def __call__(self, case: BfclCase) -> list[PredictedCall]:
         """Plan the case's question and return the plan's calls as ``[{"name", "args"}]``.
 
+        Messages before the last user message (BFCL's live cases carry system prompts) go in as history.
+
         Raises:
             TinyAgentError: the functions cannot become tools, or planning failed.
         """
-        from .. import _tools
+        from .._agent import Agent
+        from .._tools import ToolRegistry
 
-        try:
-            from .._agent import Agent
-        except ImportError as exc:  # the agent is part of the core package; this only guards partial checkouts
-            raise ConfigurationError(f"tinyagent.Agent is not available in this build: {exc}") from exc
-        registry = _tools.ToolRegistry.from_openai(case.functions)
+        registry = ToolRegistry.from_openai(case.functions)
         agent = Agent(tools=registry, model=self.model, **self.agent_options)
-        query = case.question if not case.system else f"{case.system}\n\n{case.question}"
-        result = await agent.plan(query, today=self.today)
-        self.last_plan_text = str(getattr(result, "text", ""))
+        last_user = max((i for i, m in enumerate(case.messages) if m.get("role") == "user"), default=0)
+        history = case.messages[:last_user]
+        result = await agent.plan(case.question, today=self.today, history=history)
+        self.plan_texts[case.id] = result.text
         return [{"name": call.name, "args": dict(call.args)} for call in result.plan.calls]
 
 

@@ -136,7 +136,6 @@ class OpenAIModel(Model):
         self.extra_body = dict(extra_body or {})
         self._tokenizer = tokenizer
         self._http_client = http_client
-        self._clients: dict[int, Any] = {}
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key:
             if not self.is_local:
@@ -190,14 +189,12 @@ class OpenAIModel(Model):
         except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
             log.info("%s: endpoint not reachable: %s", self.name, type(exc).__name__)
             return False
+        finally:
+            await self._close(client)
         return True
 
     async def aclose(self) -> None:
-        """Close the HTTP clients this model opened (an injected ``http_client`` is left to its owner)."""
-        clients, self._clients = self._clients, {}
-        if self._http_client is None:
-            for client in clients.values():
-                await client.close()
+        """Nothing to release: each call opens and closes its own connection (an injected client is its owner's)."""
 
     # -- the model interface -------------------------------------------------------------------------------------
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | Completion]:
@@ -211,48 +208,49 @@ class OpenAIModel(Model):
         check_allowed(self.name)
         self.last_error = None
         attempt = 0
-        while True:
-            emitted = False
-            try:
-                async for item in self._attempt(request):
-                    emitted = emitted or isinstance(item, str)
-                    yield item
-                return
-            except EndpointError as exc:
-                self.last_error = exc
-                delay = self._retry_delay(exc, attempt) if not emitted else None
-                if delay is None:
-                    raise
-                attempt += 1
-                log.warning(
-                    "%s: attempt %d failed (%s); retrying in %.2f s", self.name, attempt, _describe(exc), delay
-                )
-                await asyncio.sleep(delay)
+        client = self._client()
+        try:
+            while True:
+                emitted = False
+                try:
+                    async for item in self._attempt(client, request):
+                        emitted = emitted or isinstance(item, str)
+                        yield item
+                    return
+                except EndpointError as exc:
+                    self.last_error = exc
+                    delay = self._retry_delay(exc, attempt) if not emitted else None
+                    if delay is None:
+                        raise
+                    attempt += 1
+                    log.warning(
+                        "%s: attempt %d failed (%s); retrying in %.2f s", self.name, attempt, _describe(exc), delay
+                    )
+                    await asyncio.sleep(delay)
+        finally:
+            await self._close(client)
 
     # -- internals -----------------------------------------------------------------------------------------------
     def _client(self) -> Any:
+        """A fresh SDK client for one call (or one that wraps the injected ``http_client``).
+
+        One client per call, closed when the call ends: a client's pooled connections belong to the event loop that
+        opened them, and ``run_sync`` makes a new loop per call, so a cached client would leak sockets.
+        """
         openai = _import_openai()
+        kwargs: dict[str, Any] = {"api_key": self._api_key.get(), "timeout": self.timeout, "max_retries": 0}
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
         if self._http_client is not None:
-            key = 0
-        else:
+            kwargs["http_client"] = self._http_client
+        return openai.AsyncOpenAI(**kwargs)
+
+    async def _close(self, client: Any) -> None:
+        if self._http_client is None:  # an injected http_client belongs to its owner
             try:
-                key = id(asyncio.get_running_loop())
-            except RuntimeError:
-                key = 0
-        client = self._clients.get(key)
-        if client is None:
-            kwargs: dict[str, Any] = {
-                "api_key": self._api_key.get(),
-                "timeout": self.timeout,
-                "max_retries": 0,
-            }
-            if self.base_url:
-                kwargs["base_url"] = self.base_url
-            if self._http_client is not None:
-                kwargs["http_client"] = self._http_client
-            client = openai.AsyncOpenAI(**kwargs)
-            self._clients[key] = client
-        return client
+                await client.close()
+            except Exception:  # noqa: BLE001 - closing must not mask the call's own outcome
+                log.debug("%s: closing the HTTP client failed", self.name, exc_info=True)
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -279,11 +277,10 @@ class OpenAIModel(Model):
             kwargs["extra_body"] = extra
         return kwargs
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[str | Completion]:
+    async def _attempt(self, client: Any, request: ModelRequest) -> AsyncIterator[str | Completion]:
         openai = _import_openai()
         start = time.perf_counter()
         deadline = start + self.timeout
-        client = self._client()
         stream: Any = None
         parts: list[str] = []
         logprobs: list[float] = []

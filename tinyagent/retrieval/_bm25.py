@@ -73,6 +73,6 @@ class BM25Retriever(ScoringRetriever):
     def _index(self, registry: ToolRegistry, documents: list[str]) -> None:
         self._bm25 = BM25Index(documents)
 
-    def _score(self, query: str, vector: Any) -> Any:
+    def _score(self, query: str, vector: Any, sims: Any = None) -> Any:
         assert self._bm25 is not None  # _require_fitted() ran first
         return self._bm25.scores(query)

@@ -29,16 +29,18 @@ META_FILE = "classifier.json"
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Probability cut-offs calibrated on held-out predictions.
+    """The calibrated decision rule: offer the ``top_k`` most probable tools and every tool at ``offer`` or above;
+    a tool left out but at ``wide`` or above makes the retrieval uncertain, and then it is offered too.
 
     Attributes:
-        offer: tools at or above this are offered (chosen so held-out recall reaches the target).
-        wide: a tool between ``wide`` and ``offer`` makes the retriever unsure, and then everything at or above
-            ``wide`` is offered (chosen so held-out recall reaches a tenfold smaller miss rate).
+        offer: probability at or above which a tool is offered.
+        wide: probability at or above which a left-out tool counts as borderline (``wide <= offer``).
+        top_k: how many of the most probable tools are always offered.
     """
 
     offer: float
     wide: float
+    top_k: int = 1
 
 
 def featurize(texts: Sequence[str], embedder: Embedder | None, hash_dim: int) -> dict[str, Any]:
@@ -75,6 +77,7 @@ class ClassifierModel:
     metrics: Mapping[str, Any] = field(default_factory=dict)
     path: Path = Path()
     _session: Any = None
+    _inputs: tuple[str, ...] = ("embedding", "words")
 
     @classmethod
     def load(cls, path: str | Path, threads: int = 1) -> ClassifierModel:
@@ -112,7 +115,7 @@ class ClassifierModel:
         thr = meta["thresholds"]
         return cls(
             tools=tuple(meta["tools"]),
-            thresholds=Thresholds(offer=float(thr["offer"]), wide=float(thr["wide"])),
+            thresholds=Thresholds(offer=float(thr["offer"]), wide=float(thr["wide"]), top_k=int(thr.get("top_k", 1))),
             hash_dim=int(meta["features"]["hash_dim"]),
             uses_embedding=bool(meta["features"]["embedding"]),
             embedder_name=str(meta["features"].get("embedder", "")),
@@ -120,6 +123,7 @@ class ClassifierModel:
             metrics=meta.get("metrics", {}),
             path=folder,
             _session=session,
+            _inputs=tuple(i.name for i in session.get_inputs()),
         )
 
     def predict(self, features: Mapping[str, Any]) -> Any:
@@ -128,7 +132,8 @@ class ClassifierModel:
         Raises:
             ModelError: onnxruntime failed.
         """
-        feeds = {"embedding": features["embedding"], "words": features["words"]}
+        # The exporter drops an input the model does not use (no embedding, or no hashed words).
+        feeds = {name: features[name] for name in self._inputs}
         try:
             return self._session.run(None, feeds)[0]
         except Exception as exc:  # noqa: BLE001 - onnxruntime errors are wrapped
@@ -146,13 +151,13 @@ class ClassifierRetriever(ScoringRetriever):
     Tools the classifier was not trained on score 0 and are offered only when the set is widened; use
     :class:`HybridRetriever` for registries that grow after training.
 
-    Uncertainty: a tool whose probability falls between the ``wide`` and ``offer`` thresholds, or no tool above
-    ``offer`` at all, marks the retrieval uncertain; then every tool above ``wide`` is offered (at least ``k``).
+    Decision rule (:class:`Thresholds`, calibrated at training): the ``top_k`` most probable tools and every tool at
+    or above ``offer``; a tool between ``wide`` and ``offer`` marks the retrieval uncertain and is offered too.
 
     Args:
         classifier: a folder written by ``train_classifier`` or a loaded :class:`ClassifierModel`.
         embedder: the sentence embedder the classifier was trained with (default: the exported MiniLM).
-        k: tools offered when nothing clears the thresholds.
+        k: not used by the threshold rule; kept for :meth:`calibrate` compatibility.
         wide_k: tools offered by :meth:`widen` at least.
         n_examples: few-shot examples per request.
         expand_dependencies: also offer the tools a chosen tool usually needs (from training data and examples).
@@ -219,26 +224,23 @@ class ClassifierRetriever(ScoringRetriever):
         out = np.where(self._columns >= 0, probs[np.maximum(self._columns, 0)], 0.0)
         return out.astype(np.float32)
 
-    def _score(self, query: str, vector: Any) -> Any:
+    def _score(self, query: str, vector: Any, sims: Any = None) -> Any:
         return self.probabilities(query, vector)
 
     def _normalized(self, raw: Any) -> Any:
         return raw
 
     def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
-        return choose_by_threshold(raw, self._names, self.model.thresholds, self.k)
+        return choose_by_threshold(raw, self._names, self.model.thresholds)
 
 
-def choose_by_threshold(probs: Any, names: Sequence[str], thresholds: Thresholds, k: int) -> tuple[list[str], bool]:
-    """Offer every tool at or above ``thresholds.offer``; widen to ``thresholds.wide`` (at least ``k`` tools) when a
-    tool falls between the two or none clears ``offer``. Returns the tools (best first) and whether it widened."""
+def choose_by_threshold(probs: Any, names: Sequence[str], thresholds: Thresholds) -> tuple[list[str], bool]:
+    """Apply :class:`Thresholds` to ``probs`` (one per name); returns the tools (best first) and whether the
+    retrieval was uncertain (a borderline tool was added). At least one tool is always offered."""
     np = require("numpy")
     order = np.argsort(-probs, kind="stable")
-    sure = [int(i) for i in order if probs[i] >= thresholds.offer]
-    borderline = any(thresholds.wide <= probs[i] < thresholds.offer for i in order)
-    if sure and not borderline:
-        return [names[i] for i in sure], False
-    wide = [int(i) for i in order if probs[i] >= thresholds.wide]
-    if len(wide) < k:
-        wide = [int(i) for i in order[: min(k, len(order))]]
-    return [names[i] for i in wide], True
+    sure = probs >= thresholds.offer
+    sure[order[: max(1, thresholds.top_k)]] = True
+    borderline = ~sure & (probs >= thresholds.wide)
+    chosen = [int(i) for i in order if sure[i] or borderline[i]]
+    return [names[i] for i in chosen], bool(borderline.any())

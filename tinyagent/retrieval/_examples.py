@@ -13,6 +13,7 @@ from ._text import hashed_features
 __all__ = ["DependencyGraph", "ExampleSelector"]
 
 Embed = Callable[[Sequence[str]], Any]
+_HASH_DIM = 1024  # enough for a pool of short requests; keeps the similarity product small
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class DependencyGraph:
     @classmethod
     def from_plans(
         cls,
-        plans: Iterable[Plan],
+        plans: Iterable[Plan | Collection[str]],
         min_ref_ratio: float = 0.2,
         min_cooccur_ratio: float = 0.6,
         min_count: int = 2,
@@ -39,7 +40,7 @@ class DependencyGraph:
         """Learn the graph from plans.
 
         Args:
-            plans: example plans.
+            plans: example plans, or bare sets of tool names (which give co-occurrence only).
             min_ref_ratio: keep ``A → B`` when at least this fraction of ``A``'s plans feed ``B``'s result into ``A``.
             min_cooccur_ratio: or when at least this fraction of ``A``'s plans also call ``B``.
             min_count: and when the link was seen at least this many times.
@@ -51,6 +52,11 @@ class DependencyGraph:
         refs: Counter[tuple[str, str]] = Counter()
         cooccur: Counter[tuple[str, str]] = Counter()
         for plan in plans:
+            if not isinstance(plan, Plan):
+                names = set(plan)
+                uses.update(names)
+                cooccur.update((a, b) for a in names for b in names if a != b)
+                continue
             by_id = {c.id: c.name for c in plan.calls}
             names = set(by_id.values())
             uses.update(names)
@@ -111,20 +117,26 @@ class ExampleSelector:
 
         self.examples = tuple(examples)
         self._embed = embed
+        self._tool_sets = [e.tool_names for e in self.examples]
         texts = [e.query for e in self.examples]
         if not texts:
             self._vectors = np.zeros((0, 1), dtype=np.float32)
         elif embed is not None:
             self._vectors = np.asarray(embed(texts), dtype=np.float32)
         else:
-            self._vectors = hashed_features(texts)
+            self._vectors = hashed_features(texts, _HASH_DIM)
         self._empty = np.array([len(e.plan.calls) == 0 for e in self.examples], dtype=bool)
+        self._vocab = {name: j for j, name in enumerate(sorted(set().union(*self._tool_sets)))}
+        self._uses = np.zeros((len(self.examples), len(self._vocab)), dtype=bool)
+        for i, names in enumerate(self._tool_sets):
+            for name in names:
+                self._uses[i, self._vocab[name]] = True
 
     def query_vector(self, query: str) -> Any:
         """The vector this selector compares ``query`` by."""
         if self._embed is not None:
             return self._embed([query])[0]
-        return hashed_features([query])[0]
+        return hashed_features([query], _HASH_DIM)[0]
 
     def similarities(self, query_vector: Any) -> Any:
         """Cosine similarity of the query to every example in the pool."""
@@ -162,19 +174,24 @@ class ExampleSelector:
 
         if k <= 0 or not self.examples:
             return ()
-        allowed = set(tools)
+        allowed = np.zeros(len(self._vocab), dtype=bool)
+        for name in tools:
+            j = self._vocab.get(name)
+            if j is not None:
+                allowed[j] = True
         order = np.argsort(-sims, kind="stable")
         chosen: list[int] = []
         if conversational:
-            empties = [int(i) for i in order if self._empty[i]]
-            if empties:
-                chosen.append(empties[0])
+            empties = order[self._empty[order]]
+            if empties.size:
+                chosen.append(int(empties[0]))
+        ok = ~self._empty & ~(self._uses & ~allowed).any(axis=1)
+        compatible = [int(i) for i in order[ok[order]]]
         seen_sets: set[frozenset[str]] = set()
-        compatible = [int(i) for i in order if not self._empty[i] and self.examples[i].tool_names <= allowed]
         for i in compatible:  # first pass: one example per distinct tool set
             if len(chosen) >= k:
                 break
-            names = self.examples[i].tool_names
+            names = self._tool_sets[i]
             if names not in seen_sets:
                 seen_sets.add(names)
                 chosen.append(i)

@@ -122,7 +122,7 @@ class HybridRetriever(ScoringRetriever):
     def _embed_texts(self) -> Any:
         return self.embedder.embed if self.embedder is not None else None
 
-    def _fused(self, query: str, vector: Any) -> Any:
+    def _fused(self, query: str, vector: Any, sims: Any = None) -> Any:
         """BM25, embedding similarity and example votes, each on 0..1, weighted."""
         np = self._np
         assert self._bm25 is not None and self._selector is not None
@@ -140,7 +140,9 @@ class HybridRetriever(ScoringRetriever):
                 total += w_sem * (cos - low) / (top - low)
             weight += w_sem
         if len(self._selector.examples) > 0 and self._example_tools is not None:
-            sims = self._selector.similarities(vector if vector is not None else hashed_features([query])[0])
+            if sims is None:
+                selector = self._selector
+                sims = selector.similarities(vector if vector is not None else selector.query_vector(query))
             total += w_vote * self._votes(sims)
             weight += w_vote
         return total / weight if weight > 0 else total
@@ -161,9 +163,9 @@ class HybridRetriever(ScoringRetriever):
         probs = self.model.predict({"embedding": emb, "words": hashed_features([query], self.model.hash_dim)})[0]
         return np.where(self._known, probs[np.maximum(self._columns, 0)], 0.0).astype(np.float32)
 
-    def _score(self, query: str, vector: Any) -> Any:
+    def _score(self, query: str, vector: Any, sims: Any = None) -> Any:
         np = self._np
-        fused = self._fused(query, vector)
+        fused = self._fused(query, vector, sims)
         if self.model is None:
             return fused
         return np.where(self._known, self._probabilities(query, vector), fused).astype(np.float32)
@@ -171,13 +173,22 @@ class HybridRetriever(ScoringRetriever):
     def _normalized(self, raw: Any) -> Any:
         return raw  # probabilities and fused scores are already on 0..1
 
+    def _hint_scores(self, hint: str) -> Any:
+        # A hint names a capability ("no tool to look up a phone number"): match it against every tool's own
+        # description too, not only through the classifier, which learned from requests.
+        vector = self._encode(hint)
+        fused = self._fused(hint, vector)
+        top = float(fused.max()) if fused.size else 0.0
+        lexical = fused / top if top > 0 else fused
+        return self._np.maximum(self._score(hint, vector), lexical)
+
     def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
         np = self._np
         if self.model is None or not self._known.any():
             return super()._choose(raw, sims)
         known = np.flatnonzero(self._known)
         names = [self._names[int(i)] for i in known]
-        tools, unsure = choose_by_threshold(raw[known], names, self.model.thresholds, self.k)
+        tools, unsure = choose_by_threshold(raw[known], names, self.model.thresholds)
         unknown = np.flatnonzero(~self._known)
         if unknown.size and self.extra_k > 0:
             n = self.extra_k * (2 if unsure else 1)

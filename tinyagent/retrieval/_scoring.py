@@ -73,8 +73,11 @@ class ScoringRetriever(abc.ABC):
         """Index the registry's tools (``documents[i]`` describes the i-th tool)."""
 
     @abc.abstractmethod
-    def _score(self, query: str, vector: Any) -> Any:
-        """Raw relevance of every tool (a float array in registry order); ``vector`` is from :meth:`_encode`."""
+    def _score(self, query: str, vector: Any, sims: Any = None) -> Any:
+        """Raw relevance of every tool (a float array in registry order).
+
+        ``vector`` is from :meth:`_encode`; ``sims`` are the query's similarities to the example pool, when known.
+        """
 
     def _encode(self, query: str) -> Any:
         """A query representation shared by tool scoring and example selection (an embedding), or None."""
@@ -91,6 +94,10 @@ class ScoringRetriever(abc.ABC):
         if top <= 0:
             return np.zeros_like(raw)
         return np.clip(raw / top, 0.0, 1.0)
+
+    def _hint_scores(self, hint: str) -> Any:
+        """How well each tool matches a replan's hint, on 0..1."""
+        return self._normalized(self._score(hint, self._encode(hint)))
 
     def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
         """The tools to offer (best first) and whether the retriever was unsure."""
@@ -135,8 +142,8 @@ class ScoringRetriever(abc.ABC):
         """
         selector = self._require_fitted()
         vector = self._encode(query)
-        raw = self._score(query, vector)
         sims = selector.similarities(vector if vector is not None else selector.query_vector(query))
+        raw = self._score(query, vector, sims)
         tools, unsure = self._choose(raw, sims)
         return self._finish(tools, unsure, raw, sims, selector)
 
@@ -157,11 +164,12 @@ class ScoringRetriever(abc.ABC):
         np = require("numpy")
         selector = self._require_fitted()
         vector = self._encode(query)
-        raw = self._score(query, vector)
+        sims = selector.similarities(vector if vector is not None else selector.query_vector(query))
+        raw = self._score(query, vector, sims)
         merged = self._normalized(raw)
         tools = [t for t in previous.tools if t in self._names]
         if hint.strip():
-            hint_scores = self._normalized(self._score(hint, self._encode(hint)))
+            hint_scores = self._hint_scores(hint)
             for i in np.argsort(-hint_scores, kind="stable")[:2]:  # what the hint names comes first
                 if hint_scores[i] > 0 and self._names[int(i)] not in tools:
                     tools.append(self._names[int(i)])
@@ -172,7 +180,6 @@ class ScoringRetriever(abc.ABC):
                 break
             if self._names[int(i)] not in tools:
                 tools.append(self._names[int(i)])
-        sims = selector.similarities(vector if vector is not None else selector.query_vector(query))
         return self._finish(tools, True, raw, sims, selector)
 
     # -- shared helpers ---------------------------------------------------------------------------------------

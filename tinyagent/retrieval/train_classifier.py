@@ -23,6 +23,7 @@ import hashlib
 import importlib
 import json
 import logging
+import math
 import random
 import sys
 import time
@@ -39,7 +40,7 @@ from ._classifier import META_FILE, MODEL_FILE, ClassifierModel, Thresholds, fea
 from ._deps import require
 from ._embedding import Embedder, OnnxEmbedder
 from ._examples import DependencyGraph
-from ._text import HASH_DIM, tool_document
+from ._text import HASH_DIM, tool_document, words
 
 __all__ = ["TrainConfig", "TrainingRow", "calibrate_thresholds", "load_rows", "load_tools", "main", "train_classifier"]
 
@@ -73,7 +74,9 @@ class TrainConfig:
         target_recall: the held-out mean recall the ``offer`` threshold must reach.
         hash_dim: width of the hashed word features (0 for none).
         use_embedding: feed the MiniLM sentence embedding too.
-        doc_weight: how many times each tool's own description is added as a training row.
+        doc_weight: the weight of the rows made from each tool's own name, description and document.
+        pos_weight: the weight of a positive label in the loss (tools are rare labels; >1 lifts their recall).
+        max_uncertain_rate: the ``wide`` threshold is set so at most this share of held-out requests is uncertain.
         seed: random seed.
         threads: torch threads.
     """
@@ -88,7 +91,9 @@ class TrainConfig:
     target_recall: float = 0.99
     hash_dim: int = HASH_DIM
     use_embedding: bool = True
-    doc_weight: int = 2
+    doc_weight: float = 1.0
+    pos_weight: float = 3.0
+    max_uncertain_rate: float = 0.15
     seed: int = 0
     threads: int = 2
 
@@ -158,40 +163,91 @@ def load_rows(paths: Sequence[Path], splits: Sequence[str] = ("train",)) -> list
     return rows
 
 
-def _recall_at(probs: Any, labels: Any, threshold: float) -> float:
+def _expand(offered: Any, needs: Any) -> Any:
+    """Boolean ``offered`` (rows x tools) plus the dependencies in ``needs`` (tools x tools), transitively."""
+    np = require("numpy")
+    out = offered.copy()
+    for _ in range(3):
+        more = out | ((out.astype(np.float32) @ needs) > 0)
+        if (more == out).all():
+            break
+        out = more
+    return out
+
+
+def _recall(offered: Any, labels: Any) -> float:
     np = require("numpy")
     has = labels.sum(axis=1) > 0
     if not has.any():
         return 1.0
-    hit = ((probs >= threshold) & (labels > 0)).sum(axis=1)
-    return float(np.mean(hit[has] / labels[has].sum(axis=1)))
+    gold = labels[has] > 0
+    return float(np.mean((offered[has] & gold).sum(axis=1) / gold.sum(axis=1)))
 
 
-def calibrate_thresholds(probs: Any, labels: Any, target_recall: float) -> Thresholds:
-    """The largest ``offer`` threshold whose mean recall over rows with tools reaches ``target_recall``, and the
-    largest ``wide`` threshold that reaches a tenfold smaller miss rate (both at most 0.5).
+def _offered(probs: Any, offer: float, top_k: int) -> Any:
+    np = require("numpy")
+    out = probs >= offer
+    top = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
+    np.put_along_axis(out, top, True, axis=1)
+    return out
+
+
+def calibrate_thresholds(
+    probs: Any,
+    labels: Any,
+    target_recall: float,
+    needs: Any = None,
+    max_uncertain_rate: float = 0.15,
+    top_ks: Sequence[int] = (1, 2, 3),
+) -> Thresholds:
+    """Choose the decision rule on held-out probabilities.
+
+    For each ``top_k``, the largest ``offer`` threshold whose mean recall (over rows that need a tool, after
+    dependency expansion) reaches ``target_recall``; the ``top_k`` that offers the fewest tools wins. Then ``wide``
+    is the lowest threshold at which at most ``max_uncertain_rate`` of the rows have a borderline tool.
 
     Args:
         probs: held-out probabilities, shape ``(n, tools)``.
         labels: 0/1 labels of the same shape.
         target_recall: e.g. 0.99.
+        needs: a ``(tools, tools)`` 0/1 matrix of dependencies (row tool needs column tool), or None.
+        max_uncertain_rate: the share of rows allowed to be uncertain.
+        top_ks: the ``top_k`` values to try.
     """
     np = require("numpy")
+    deps = needs if needs is not None else np.zeros((probs.shape[1], probs.shape[1]), dtype=np.float32)
     candidates = sorted({float(p) for p in probs[labels > 0]} | {0.5}, reverse=True)
     candidates = [c for c in candidates if c <= 0.5] + [0.0]
+    best: tuple[float, int, float] | None = None  # (mean tools, top_k, offer)
+    for top_k in top_ks:
+        for c in candidates:  # descending: the first that reaches the target offers the fewest tools
+            offered = _expand(_offered(probs, c, top_k), deps)
+            if _recall(offered, labels) >= target_recall:
+                size = float(offered.sum(axis=1).mean())
+                if best is None or size < best[0] - 1e-9:
+                    best = (size, top_k, c)
+                break
+    _, top_k, offer = best if best is not None else (0.0, max(top_ks), 0.0)
+    sure = _offered(probs, offer, top_k)
+    left = np.where(sure, -1.0, probs).max(axis=1)  # the most probable tool left out, per row
+    wide = float(np.quantile(left, 1.0 - max_uncertain_rate)) if len(left) else offer
+    wide = min(max(wide, 0.0), offer)
+    # Land just below the deciding probability, so float noise between torch and onnxruntime cannot flip a tool.
+    offer = _just_below(offer)
+    wide = min(_just_below(wide), offer)
+    return Thresholds(offer=offer, wide=wide, top_k=top_k)
 
-    def best(target: float) -> float:
-        for c in candidates:
-            if _recall_at(probs, labels, c) >= target:
-                return c
-        return 0.0
 
-    offer = best(target_recall)
-    wide = min(offer, best(1.0 - (1.0 - target_recall) / 10))
-    # Land between the deciding probability and the next lower one, not on it, so float noise cannot flip a tool.
-    offer = float(np.nextafter(np.float32(offer), np.float32(0.0))) if offer > 0 else 0.0
-    wide = float(np.nextafter(np.float32(wide), np.float32(0.0))) if wide > 0 else 0.0
-    return Thresholds(offer=round(offer, 6), wide=round(min(wide, offer), 6))
+def _just_below(value: float) -> float:
+    """``value`` rounded down to 6 decimals and then some, so the probability that decided it stays above it."""
+    return max(0.0, math.floor(value * 1e6 - 1) / 1e6) if value > 0 else 0.0
+
+
+def _tool_texts(tool: Tool) -> list[str]:
+    """Short texts that mean "this tool": its name in words, its description, and its whole document."""
+    name = " ".join(words(tool.name))
+    texts = [name, f"{name}: {tool.description}".strip().rstrip(":"), tool_document(tool)]
+    return list(dict.fromkeys(t for t in texts if t))
 
 
 def _build_model(torch: Any, emb_dim: int, hash_dim: int, hidden: int, n_tools: int, dropout: float) -> Any:
@@ -225,13 +281,16 @@ def _fit(
     model = _build_model(torch, x_emb.shape[1], x_words.shape[1], cfg.hidden, y.shape[1], cfg.dropout)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     te, tw, ty, tweight = (torch.from_numpy(a) for a in (x_emb, x_words, y, w))
+    pos_weight = torch.full((y.shape[1],), float(cfg.pos_weight))
     n = len(y)
     gen = torch.Generator().manual_seed(seed)
     model.train()
     for _ in range(cfg.epochs):
         for idx in torch.randperm(n, generator=gen).split(cfg.batch_size):
             logits = model.logits(te[idx], tw[idx])
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, ty[idx], reduction="none")
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                logits, ty[idx], reduction="none", pos_weight=pos_weight
+            )
             loss = (loss.mean(dim=1) * tweight[idx]).sum() / tweight[idx].sum()
             opt.zero_grad()
             loss.backward()
@@ -286,17 +345,18 @@ def train_classifier(
         embedder = OnnxEmbedder()
     report = progress or (lambda stage, done, total: None)
 
-    docs = [tool_document(registry[n]) for n in names]
+    # Each tool also teaches from its own text (name, description, full document), so rare tools are not unknown.
+    doc_rows = [(j, text) for j, n in enumerate(names) for text in _tool_texts(registry[n])]
     queries = [r.query for r in usable]
     report("features", 0, 1)
-    feats = featurize(queries + docs, embedder if cfg.use_embedding else None, cfg.hash_dim)
+    feats = featurize(queries + [t for _, t in doc_rows], embedder if cfg.use_embedding else None, cfg.hash_dim)
     report("features", 1, 1)
-    y = np.zeros((len(usable) + len(docs), len(names)), dtype=np.float32)
+    y = np.zeros((len(usable) + len(doc_rows), len(names)), dtype=np.float32)
     for i, r in enumerate(usable):
         for t in r.tools:
             y[i, column[t]] = 1.0
-    for j in range(len(docs)):
-        y[len(usable) + j, j] = 1.0
+    for k, (j, _) in enumerate(doc_rows):
+        y[len(usable) + k, j] = 1.0
     weight = np.ones(len(y), dtype=np.float32)
     weight[len(usable) :] = float(cfg.doc_weight)
     x_emb, x_words = feats["embedding"], feats["words"]
@@ -338,17 +398,27 @@ def train_classifier(
         raise TrainingError(f"training the tool classifier failed: {type(exc).__name__}: {exc}") from exc
 
     labels = y[: len(usable)]
-    thresholds = calibrate_thresholds(oof, labels, cfg.target_recall)
-    metrics = _oof_metrics(oof, labels, thresholds)
-    log.info("calibrated thresholds offer=%.4f wide=%.4f; held-out %s", thresholds.offer, thresholds.wide, metrics)
-    graph = DependencyGraph.from_plans(r.plan for r in usable if r.plan is not None)
+    graph = DependencyGraph.from_plans(r.plan if r.plan is not None else r.tools for r in usable)
+    needs = np.zeros((len(names), len(names)), dtype=np.float32)
+    for a, bs in graph.needs.items():
+        for b in bs:
+            needs[column[a], column[b]] = 1.0
+    thresholds = calibrate_thresholds(oof, labels, cfg.target_recall, needs, cfg.max_uncertain_rate)
+    metrics = _oof_metrics(oof, labels, thresholds, needs)
+    log.info(
+        "calibrated offer=%.4f wide=%.4f top_k=%d; held-out %s",
+        thresholds.offer,
+        thresholds.wide,
+        thresholds.top_k,
+        metrics,
+    )
     report("export", 0, 1)
     _export(torch, final, x_emb[:4], x_words[:4], out)
     digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
     meta = {
         "format": 1,
         "tools": names,
-        "thresholds": {"offer": thresholds.offer, "wide": thresholds.wide},
+        "thresholds": {"offer": thresholds.offer, "wide": thresholds.wide, "top_k": thresholds.top_k},
         "features": {
             "embedding": cfg.use_embedding,
             "embedder": getattr(embedder, "name", "") if cfg.use_embedding else "",
@@ -360,7 +430,9 @@ def train_classifier(
         "training": {
             "rows": len(usable),
             "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
-            "registry_sha256": hashlib.sha256("\n".join(docs).encode()).hexdigest(),
+            "registry_sha256": hashlib.sha256(
+                "\n".join(tool_document(registry[n]) for n in names).encode()
+            ).hexdigest(),
         },
         "sha256": digest,
     }
@@ -376,21 +448,18 @@ def train_classifier(
     return loaded
 
 
-def _oof_metrics(probs: Any, labels: Any, thresholds: Thresholds) -> dict[str, float]:
-    np = require("numpy")
+def _oof_metrics(probs: Any, labels: Any, thresholds: Thresholds, needs: Any) -> dict[str, float]:
+    sure = _offered(probs, thresholds.offer, thresholds.top_k)
+    borderline = ~sure & (probs >= thresholds.wide)
+    offered = _expand(sure | borderline, needs)
     has = labels.sum(axis=1) > 0
-    offered = probs >= thresholds.offer
-    borderline = ((probs >= thresholds.wide) & (probs < thresholds.offer)).any(axis=1) | ~offered.any(axis=1)
-    final = np.where(borderline[:, None], probs >= thresholds.wide, offered)
-    full = ((final | (labels == 0)).all(axis=1))[has]
+    full = (offered | (labels == 0)).all(axis=1)[has]
     return {
-        "heldout_recall_offer": round(_recall_at(probs, labels, thresholds.offer), 4),
-        "heldout_recall_with_widening": round(
-            float(np.mean(((final & (labels > 0)).sum(axis=1)[has]) / labels[has].sum(axis=1))), 4
-        ),
+        "heldout_recall_sure": round(_recall(_expand(sure, needs), labels), 4),
+        "heldout_recall": round(_recall(offered, labels), 4),
         "heldout_all_tools_found": round(float(full.mean()) if full.size else 1.0, 4),
-        "heldout_mean_tools_offered": round(float(final.sum(axis=1).mean()), 3),
-        "heldout_uncertain_rate": round(float(borderline.mean()), 4),
+        "heldout_mean_tools_offered": round(float(offered.sum(axis=1).mean()), 3),
+        "heldout_uncertain_rate": round(float(borderline.any(axis=1).mean()), 4),
         "rows": float(len(labels)),
     }
 
@@ -472,7 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     console.print(
         f"trained on {len(rows)} rows for {len(model.tools)} tools in {time.perf_counter() - start:.1f} s; "
-        f"thresholds offer={model.thresholds.offer:.4f} wide={model.thresholds.wide:.4f}"
+        f"thresholds offer={model.thresholds.offer:.4f} wide={model.thresholds.wide:.4f} "
+        f"top_k={model.thresholds.top_k}"
     )
     console.print({k: v for k, v in model.metrics.items()})
     console.print(f"wrote {args.out / MODEL_FILE} and {args.out / META_FILE}")

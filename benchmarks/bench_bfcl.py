@@ -1,0 +1,185 @@
+"""BFCL accuracy per category: tinyagent's planner against plain llama-cpp-python tool calling, on the same model.
+
+Three systems run the same cases with the same model file, greedy decoding and the same ``max_tokens``:
+
+* ``tinyagent``: ``Agent.plan`` (grammar-constrained LLMCompiler-style plan; the calls are the prediction);
+* ``chatml-function-calling``: llama-cpp-python's own tool-calling handler, ``tool_choice="auto"``;
+* ``gguf-template``: the GGUF's own chat template with ``tools=``, read with a lenient JSON parser.
+
+Usage (heavy: run it alone, under the shared lock)::
+
+    flock /tmp/tinyagent-heavy.lock python benchmarks/bench_bfcl.py --limit 20 --models qwen2.5-coder-1.5b
+
+Writes ``benchmarks/results/bfcl.json``: ``{"model", "limit", "bfcl": {category: accuracy},
+"bfcl_baselines": {baseline: {category: accuracy}}, "seconds", ...}``, accuracies from 0 to 1. The target is that
+tinyagent beats the better baseline by at least 20 points per category.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tinyagent import AgentSettings
+from tinyagent.evals import bfcl
+from tinyagent.evals.baselines import BASELINES, LlamaToolBaseline
+from tinyagent.models import ModelCatalog, load_model
+
+RESULTS = Path(__file__).parent / "results" / "bfcl.json"
+TODAY = dt.date(2026, 11, 30)
+TARGET_POINTS = 20.0
+
+
+def progress(system: str) -> Any:
+    def show(result: bfcl.CaseResult) -> None:
+        mark = "ok " if result.correct else "BAD"
+        print(f"[{system}] {mark} {result.id:<24} {result.elapsed_s:5.1f}s {result.reason[:110]}",
+              file=sys.stderr, flush=True)
+
+    return show
+
+
+def run_sdk(name: str, cases: list[bfcl.BfclCase], n_threads: int) -> tuple[bfcl.Report, dict[str, str]]:
+    model = load_model(name, n_threads=n_threads)
+    predictor = bfcl.SdkPredictor(model, today=TODAY)
+
+    async def go() -> bfcl.Report:
+        try:
+            return await bfcl.arun_bfcl(predictor, cases, system="tinyagent", on_result=progress("tinyagent"))
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go()), predictor.plan_texts
+
+
+def run_baseline(name: str, mode: Any, cases: list[bfcl.BfclCase], n_threads: int,
+                 max_tokens: int) -> tuple[bfcl.Report, dict[str, str]]:
+    baseline = LlamaToolBaseline(ModelCatalog().path(name), mode, max_tokens=max_tokens, n_threads=n_threads)
+    replies: dict[str, str] = {}
+
+    def predict(case: bfcl.BfclCase) -> list[dict[str, Any]]:
+        calls = baseline(case)
+        replies[case.id] = baseline.last_reply
+        return calls
+
+    try:
+        return bfcl.run_bfcl(predict, cases, system=mode, on_result=progress(mode)), replies
+    finally:
+        baseline.close()
+
+
+def details(report: bfcl.Report, texts: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"id": r.id, "correct": r.correct, "reason": r.reason[:300], "calls": r.to_json()["calls"],
+         "output": texts.get(r.id, "")[:600], "elapsed_s": round(r.elapsed_s, 2)}
+        for r in report.results
+    ]
+
+
+def bench_model(name: str, cases: list[bfcl.BfclCase], systems: list[str], n_threads: int,
+                max_tokens: int, details_file: Path | None, checkpoint: Any = None) -> dict[str, Any]:
+    start = time.perf_counter()
+    out: dict[str, Any] = {"bfcl": {}, "bfcl_baselines": {}, "seconds_by_system": {}, "mean_s_per_case": {}}
+    sdk_failures: list[dict[str, Any]] = []
+    all_details: dict[str, Any] = {}
+    for system in systems:
+        began = time.perf_counter()
+        if system == "tinyagent":
+            report, texts = run_sdk(name, cases, n_threads)
+            out["bfcl"] = report.accuracy()
+            sdk_failures = [d for d in details(report, texts) if not d["correct"]]
+        else:
+            report, texts = run_baseline(name, system, cases, n_threads, max_tokens)
+            out["bfcl_baselines"][system] = report.accuracy()
+        all_details[system] = details(report, texts)
+        if details_file is not None:
+            details_file.parent.mkdir(parents=True, exist_ok=True)
+            details_file.write_text(json.dumps(all_details, indent=1, ensure_ascii=False))
+        out["seconds_by_system"][system] = round(time.perf_counter() - began, 1)
+        out["mean_s_per_case"][system] = round((time.perf_counter() - began) / max(1, len(cases)), 2)
+        print(f"\n{system} on {name}\n{report.format_table()}\n", file=sys.stderr, flush=True)
+        out["sdk_failures"] = sdk_failures
+        if checkpoint is not None:
+            checkpoint(out)  # a long run that is interrupted keeps the systems it finished
+    if out["bfcl"] and out["bfcl_baselines"]:
+        best = {c: max(b.get(c, 0.0) for b in out["bfcl_baselines"].values()) for c in out["bfcl"]}
+        out["best_baseline"] = best
+        out["margin_points"] = {c: round(100 * (out["bfcl"][c] - best[c]), 1) for c in out["bfcl"]}
+        out["target_met"] = {c: out["margin_points"][c] >= TARGET_POINTS for c in out["bfcl"]}
+    out["sdk_failures"] = sdk_failures
+    out["seconds"] = round(time.perf_counter() - start, 1)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=20, help="cases per category (default 20)")
+    parser.add_argument("--models", default="qwen2.5-coder-1.5b", help="comma-separated catalog names")
+    parser.add_argument("--categories", default=",".join(bfcl.DEFAULT_CATEGORIES))
+    parser.add_argument("--systems", default=",".join(("tinyagent", *BASELINES)))
+    parser.add_argument("--data-dir", default=None, help="bfcl-eval wheel or folder (default: download once)")
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--details", type=Path, default=None, help="write every case's prediction here (JSON)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    data = args.data_dir or bfcl.ensure_data()
+    cases = bfcl.load_cases(data, args.categories.split(","), args.limit)
+    systems = [s for s in args.systems.split(",") if s]
+    max_tokens = AgentSettings().planner_max_tokens
+    models = [m for m in args.models.split(",") if m]
+    start = time.perf_counter()
+    runs: dict[str, dict[str, Any]] = {}
+
+    def summary() -> dict[str, Any]:
+        first = runs[models[0]]
+        result: dict[str, Any] = {
+            "model": models[0],
+            "limit": args.limit,
+            "categories": args.categories.split(","),
+            "bfcl": first["bfcl"],
+            "bfcl_baselines": first["bfcl_baselines"],
+            "best_baseline": first.get("best_baseline", {}),
+            "margin_points": first.get("margin_points", {}),
+            "target_points": TARGET_POINTS,
+            "target_met": first.get("target_met", {}),
+            "seconds": round(time.perf_counter() - start, 1),
+            "seconds_by_system": first["seconds_by_system"],
+            "mean_s_per_case": first["mean_s_per_case"],
+            "settings": {"n_threads": args.n_threads, "max_tokens": max_tokens, "greedy": True,
+                         "today": TODAY.isoformat(), "bfcl_eval": bfcl.BFCL_VERSION,
+                         "date": dt.date.today().isoformat()},
+            "complete": all(len(r["seconds_by_system"]) == len(systems) for r in runs.values())
+            and len(runs) == len(models),
+            "sdk_failures": first.get("sdk_failures", []),
+        }
+        if len(models) > 1:
+            result["by_model"] = {m: {k: v for k, v in r.items() if k != "sdk_failures"} for m, r in runs.items()}
+        return result
+
+    def write() -> None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(summary(), indent=2, ensure_ascii=False) + "\n")
+
+    for m in models:
+        def checkpoint(partial: dict[str, Any], m: str = m) -> None:
+            runs[m] = partial
+            write()
+
+        runs[m] = bench_model(m, cases, systems, args.n_threads, max_tokens, args.details, checkpoint)
+    write()
+    result = summary()
+    print(json.dumps({k: result[k] for k in ("model", "bfcl", "bfcl_baselines", "margin_points", "seconds")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

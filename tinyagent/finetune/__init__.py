@@ -1,0 +1,53 @@
+"""On-device fine-tuning: distill a planning data set from a teacher, then LoRA-tune a small student on it.
+
+The pipeline, each step resumable after a kill::
+
+    from tinyagent.finetune import DistillConfig, TrainConfig, builtin_dry_run, distill_sync, train
+    from tinyagent.quant import export_adapter, merge_and_quantize
+
+    data = distill_sync(my_tools, teacher, "runs/data", config=DistillConfig(n_requests=300))
+    result = train("runs/data", "qwen2.5-coder-0.5b", "runs/train")
+    adapter_gguf = export_adapter(result.adapter_dir)
+
+``distill`` writes requests with the teacher, plans them with the teacher through the Agent's own planner, verifies
+every plan (grammar, schemas, DAG, an optional dry run on scratch data), deduplicates, and writes chat-format JSONL
+with a ``tools`` column. ``train`` runs trl ``SFTTrainer`` with a peft LoRA (QLoRA on CUDA), loss on the plan only.
+
+torch, transformers, peft and trl are imported only when training starts (extra ``tinyagent[finetune]``).
+"""
+
+from __future__ import annotations
+
+from ._base_model import BaseModel, resolve_base
+from ._distill import DistillConfig, DistillResult, distill, distill_sync, training_record
+from ._dryrun import DATA_MISSES, ToolDryRun, builtin_dry_run
+from ._progress import ProgressCallback, ProgressEvent
+from ._synth import DEFAULT_MIX, KINDS, SynthRequest
+from ._train import TrainConfig, TrainResult, load_chat_records, train
+from ._verify import Deduper, Verdict, Verifier, VerifyStats
+
+__all__ = [
+    "DATA_MISSES",
+    "DEFAULT_MIX",
+    "KINDS",
+    "BaseModel",
+    "Deduper",
+    "DistillConfig",
+    "DistillResult",
+    "ProgressCallback",
+    "ProgressEvent",
+    "SynthRequest",
+    "ToolDryRun",
+    "TrainConfig",
+    "TrainResult",
+    "Verdict",
+    "Verifier",
+    "VerifyStats",
+    "builtin_dry_run",
+    "distill",
+    "distill_sync",
+    "load_chat_records",
+    "resolve_base",
+    "train",
+    "training_record",
+]

@@ -1,0 +1,555 @@
+"""``train``: LoRA supervised fine-tuning with trl and peft, with the loss on the plan only.
+
+* Data: chat-format JSONL (``{"messages": [system, user, assistant], "tools": [...]}``) as :func:`distill` writes
+  it. Each example becomes a prompt/completion pair, so trl's ``completion_only_loss`` masks the prompt and the model
+  learns only the plan. The ``tools`` column is not rendered into the prompt: the planner prompt already describes the
+  tools, exactly as the Agent shows them at inference.
+* Base: a catalog name or GGUF (dequantized through transformers) or a Hugging Face directory.
+* QLoRA (bitsandbytes 4-bit nf4): the default on CUDA; optional on the CPU, where it runs, slowly.
+* Checkpoints every ``save_steps``; a killed run resumes from the last complete checkpoint.
+* Before a long run, one probe step measures the time per step, and the estimate is reported (progress ``estimate``).
+* Threads: one per free core, measured when training starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError, MissingDependencyError, TrainingError
+from ._base_model import BaseModel, resolve_base
+from ._files import atomic_write_json, read_json
+from ._jsonl import read_jsonl
+from ._progress import ProgressCallback, ProgressEvent, emit
+
+__all__ = ["TrainConfig", "TrainResult", "load_chat_records", "to_prompt_completion", "train"]
+
+log = logging.getLogger("tinyagent.finetune")
+
+ADAPTER_INFO = "tinyagent-adapter.json"
+_STATE = "train-state.json"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Knobs of :func:`train`.
+
+    Attributes:
+        max_steps: optimizer steps; ``-1`` lets ``epochs`` decide.
+        epochs: passes over the data (when ``max_steps`` is -1).
+        batch_size: examples per device batch.
+        grad_accum: batches per optimizer step.
+        learning_rate: peak learning rate (linear decay after a short warm-up).
+        warmup_ratio: share of steps spent warming up.
+        lora_r: LoRA rank.
+        lora_alpha: LoRA scaling.
+        lora_dropout: LoRA dropout.
+        target_modules: ``"all-linear"`` (every projection) or module names.
+        max_length: tokens per example; longer examples are dropped (never truncated, which would cut the plan).
+        save_steps: checkpoint interval in steps.
+        save_total_limit: checkpoints kept.
+        qlora: 4-bit QLoRA; None means: on CUDA yes, on the CPU no.
+        threads: torch threads; None means one per free core.
+        seed: the training seed.
+        gradient_checkpointing: trade compute for memory (off by default: small models fit).
+        probe: time one step before training; None means only for runs longer than 10 steps.
+        eval_loss: measure the held-out loss before and after training (when a validation set exists).
+    """
+
+    max_steps: int = -1
+    epochs: float = 2.0
+    batch_size: int = 4
+    grad_accum: int = 1
+    learning_rate: float = 2e-4
+    warmup_ratio: float = 0.03
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+    target_modules: str | tuple[str, ...] = "all-linear"
+    max_length: int = 1024
+    save_steps: int = 25
+    save_total_limit: int = 2
+    qlora: bool | None = None
+    threads: int | None = None
+    seed: int = 0
+    gradient_checkpointing: bool = False
+    probe: bool | None = None
+    eval_loss: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able fields."""
+        data = dataclasses.asdict(self)
+        if isinstance(self.target_modules, tuple):
+            data["target_modules"] = list(self.target_modules)
+        return data
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` did.
+
+    Attributes:
+        adapter_dir: the saved peft adapter (plus ``tinyagent-adapter.json`` recording the base).
+        base: the base model.
+        global_step: optimizer steps done in total.
+        resumed_from: the checkpoint step this call resumed from (0: a fresh start).
+        losses: ``(step, training loss)`` as logged.
+        eval_loss_before: held-out loss before training (None without a validation set).
+        eval_loss_after: held-out loss after training.
+        sec_per_step: mean seconds per optimizer step in this call.
+        estimated_sec_per_step: the probe's estimate (None when no probe ran).
+        train_seconds: wall time of the training loop in this call.
+        examples: training examples used.
+        dropped_too_long: examples dropped for exceeding ``max_length``.
+        threads: torch threads used.
+        qlora: whether 4-bit QLoRA was used.
+        device: ``"cpu"`` or ``"cuda"``.
+        quantized_modules: linear layers held in 4 bits (QLoRA), 0 otherwise.
+        already_done: the adapter existed for this configuration, so nothing was trained.
+    """
+
+    adapter_dir: Path
+    base: BaseModel
+    global_step: int = 0
+    resumed_from: int = 0
+    losses: list[tuple[int, float]] = field(default_factory=list)
+    eval_loss_before: float | None = None
+    eval_loss_after: float | None = None
+    sec_per_step: float | None = None
+    estimated_sec_per_step: float | None = None
+    train_seconds: float = 0.0
+    examples: int = 0
+    dropped_too_long: int = 0
+    threads: int = 1
+    qlora: bool = False
+    device: str = "cpu"
+    quantized_modules: int = 0
+    already_done: bool = False
+
+    @property
+    def first_loss(self) -> float | None:
+        """The first logged training loss."""
+        return self.losses[0][1] if self.losses else None
+
+    @property
+    def last_loss(self) -> float | None:
+        """The last logged training loss."""
+        return self.losses[-1][1] if self.losses else None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able fields."""
+        data = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("adapter_dir", "base")}
+        data["adapter_dir"] = str(self.adapter_dir)
+        data["base"] = self.base.to_json()
+        data["losses"] = [[s, round(v, 5)] for s, v in self.losses]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrainResult:
+        """Inverse of :meth:`to_json`."""
+        values = dict(data)
+        values["adapter_dir"] = Path(values["adapter_dir"])
+        values["base"] = BaseModel.from_json(values["base"])
+        values["losses"] = [(int(s), float(v)) for s, v in values.get("losses", [])]
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+Records = list[dict[str, Any]]
+
+
+def load_chat_records(data: str | Path | Sequence[Mapping[str, Any]]) -> tuple[Records, Records]:
+    """Training and validation records from a distill folder, a JSONL file, or records.
+
+    Returns:
+        ``(train, valid)``; ``valid`` is empty unless a folder with ``valid.jsonl`` was given.
+
+    Raises:
+        ConfigurationError: nothing usable was found.
+        TrainingError: a file is not JSONL.
+    """
+    if isinstance(data, str | Path):
+        path = Path(data)
+        if path.is_dir():
+            train_file = path / "train.jsonl"
+            if not train_file.is_file():
+                raise ConfigurationError(f"{path} has no train.jsonl; run tinyagent.finetune.distill into it first")
+            valid_file = path / "valid.jsonl"
+            return read_jsonl(train_file), read_jsonl(valid_file) if valid_file.is_file() else []
+        if not path.is_file():
+            raise ConfigurationError(f"training data {path} does not exist")
+        return read_jsonl(path), []
+    return [dict(r) for r in data], []
+
+
+def to_prompt_completion(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"messages": [..., assistant]}`` -> ``{"prompt": [...], "completion": [assistant]}``.
+
+    Raises:
+        ConfigurationError: the record does not end with an assistant message.
+    """
+    messages = record.get("messages")
+    if not isinstance(messages, list) or len(messages) < 2 or messages[-1].get("role") != "assistant":
+        raise ConfigurationError(f"a training record must hold 'messages' ending with the assistant's plan, got "
+                                 f"{json.dumps(record)[:200]}")
+    prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages[:-1]]
+    return {"prompt": prompt, "completion": [{"role": "assistant", "content": str(messages[-1]["content"])}]}
+
+
+def _fingerprint(config: TrainConfig, base: BaseModel, rows: Sequence[Mapping[str, Any]]) -> str:
+    h = hashlib.sha256()
+    run_shape = {k: v for k, v in config.to_json().items() if k not in ("threads", "probe")}
+    h.update(json.dumps(run_shape, sort_keys=True).encode())
+    h.update(str(base.hf_dir).encode())
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Switch off the progress bars transformers and datasets print (the library reports through callbacks)."""
+    import datasets
+    import transformers
+
+    tlog: Any = transformers.logging
+    bars = datasets.utils.logging.is_progress_bar_enabled()
+    verbosity = tlog.get_verbosity()
+    datasets.disable_progress_bars()
+    tlog.disable_progress_bar()
+    tlog.set_verbosity_error()
+    try:
+        yield
+    finally:
+        tlog.enable_progress_bar()
+        tlog.set_verbosity(verbosity)
+        if bars:
+            datasets.enable_progress_bars()
+
+
+def _import_stack() -> tuple[Any, Any, Any, Any, Any]:
+    try:
+        import datasets
+        import peft
+        import torch
+        import transformers
+        import trl
+    except ImportError as exc:
+        raise MissingDependencyError(exc.name or "trl", "finetune") from exc
+    return torch, transformers, peft, trl, datasets
+
+
+def _last_checkpoint(folder: Path) -> Path | None:
+    """The newest checkpoint whose trainer state was fully written (a kill mid-save leaves an incomplete one)."""
+    if not folder.is_dir():
+        return None
+    complete = []
+    for child in folder.iterdir():
+        if child.is_dir() and child.name.startswith("checkpoint-") and child.name[11:].isdigit():
+            if (child / "trainer_state.json").is_file() and (child / "adapter_model.safetensors").is_file():
+                complete.append((int(child.name[11:]), child))
+            else:
+                log.warning("ignoring incomplete checkpoint %s (the run was killed while saving)", child)
+                shutil.rmtree(child, ignore_errors=True)
+    return max(complete)[1] if complete else None
+
+
+def train(
+    data: str | Path | Sequence[Mapping[str, Any]],
+    base: str | Path | BaseModel,
+    out_dir: str | Path,
+    *,
+    config: TrainConfig | None = None,
+    valid: Sequence[Mapping[str, Any]] | None = None,
+    resume: bool = True,
+    progress: ProgressCallback | None = None,
+) -> TrainResult:
+    """Fine-tune a LoRA adapter on planning data, with the loss on the plan only.
+
+    Args:
+        data: a :func:`distill` folder (``train.jsonl`` + ``valid.jsonl``), a JSONL file, or chat records.
+        base: a catalog name (``"smollm2-135m"`` …), a GGUF file, a Hugging Face directory, or a resolved base.
+        out_dir: the run folder: ``checkpoints/``, then ``adapter/`` with ``tinyagent-adapter.json``.
+        config: the knobs.
+        valid: held-out chat records (default: the folder's ``valid.jsonl``).
+        resume: continue from the last checkpoint in ``out_dir``; False deletes earlier checkpoints first.
+        progress: receives ``estimate`` and ``train`` events (loss, seconds per step).
+
+    Returns:
+        Where the adapter is, and what the run measured.
+
+    Raises:
+        ConfigurationError: no usable data, or ``out_dir`` holds a run with a different configuration.
+        MissingDependencyError: the ``finetune`` extra is missing (or bitsandbytes, for QLoRA).
+        TrainingError: loading or training failed.
+    """
+    cfg = config or TrainConfig()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch, transformers, peft, trl, datasets = _import_stack()
+    from ..models._llama import free_cores
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    threads = cfg.threads or free_cores()
+    torch.set_num_threads(threads)
+    cuda = bool(torch.cuda.is_available())
+    qlora = cfg.qlora if cfg.qlora is not None else cuda
+    if isinstance(base, BaseModel):
+        model_base = base
+    else:
+        with quiet_libraries():
+            model_base = resolve_base(base)
+
+    train_records, folder_valid = load_chat_records(data)
+    valid_records = list(valid) if valid is not None else folder_valid
+    rows = [to_prompt_completion(r) for r in train_records]
+    valid_rows = [to_prompt_completion(r) for r in valid_records]
+    if not rows:
+        raise ConfigurationError("no training examples; distill more data first")
+
+    fingerprint = _fingerprint(cfg, model_base, rows)
+    adapter_dir = out / "adapter"
+    checkpoints = out / "checkpoints"
+    state = read_json(out / _STATE, {}) or {}
+    if state and state.get("fingerprint") != fingerprint:
+        if resume:
+            raise ConfigurationError(f"{out} holds a training run with a different configuration or data; use a new "
+                                     "folder, or pass resume=False to start over")
+        state = {}
+    if not resume:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+        shutil.rmtree(adapter_dir, ignore_errors=True)
+        state = {}
+    if state.get("done") and (adapter_dir / ADAPTER_INFO).is_file():
+        result = TrainResult.from_json(state["result"])
+        result.already_done = True
+        log.info("%s is already trained for this configuration; nothing to do", adapter_dir)
+        return result
+    state.update(fingerprint=fingerprint, config=cfg.to_json(), base=model_base.to_json())
+    atomic_write_json(out / _STATE, state)
+
+    with quiet_libraries():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_base.hf_dir))
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        rows, dropped = _fit_length(tokenizer, rows, cfg.max_length)
+        valid_rows, _ = _fit_length(tokenizer, valid_rows, cfg.max_length)
+        if not rows:
+            raise ConfigurationError(f"every example is longer than max_length={cfg.max_length} tokens; raise it")
+        model = _load_model(torch, transformers, peft, model_base, qlora, cuda, cfg)
+        quantized = sum(1 for m in model.modules() if type(m).__name__ == "Linear4bit")
+        lora = peft.LoraConfig(
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout, task_type="CAUSAL_LM",
+            target_modules=list(cfg.target_modules) if isinstance(cfg.target_modules, tuple) else cfg.target_modules,
+        )
+        use_bf16 = bool(cuda and torch.cuda.is_bf16_supported())
+        args = trl.SFTConfig(
+            output_dir=str(checkpoints),
+            max_steps=cfg.max_steps,
+            num_train_epochs=cfg.epochs,
+            per_device_train_batch_size=cfg.batch_size,
+            per_device_eval_batch_size=cfg.batch_size,
+            gradient_accumulation_steps=cfg.grad_accum,
+            learning_rate=cfg.learning_rate,
+            warmup_steps=cfg.warmup_ratio,  # transformers 5: a float in [0, 1) is a ratio of the steps
+            logging_steps=1,
+            save_strategy="steps",
+            save_steps=cfg.save_steps,
+            save_total_limit=cfg.save_total_limit,
+            report_to=[],
+            completion_only_loss=True,
+            max_length=cfg.max_length,
+            use_cpu=not cuda,
+            bf16=use_bf16,
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            gradient_checkpointing=cfg.gradient_checkpointing,
+            seed=cfg.seed,
+            data_seed=cfg.seed,
+        )
+        train_set = datasets.Dataset.from_list(rows)
+        eval_set = datasets.Dataset.from_list(valid_rows) if valid_rows else None
+        reporter = _Reporter(progress)
+        try:
+            trainer = trl.SFTTrainer(model=model, args=args, train_dataset=train_set, eval_dataset=eval_set,
+                                     processing_class=tokenizer, peft_config=lora,
+                                     callbacks=[_callback(transformers, reporter)])
+        except (ValueError, RuntimeError, TypeError) as exc:
+            raise TrainingError(f"could not set up training: {exc}") from exc
+        total_steps = _planned_steps(cfg, len(rows))
+        last = _last_checkpoint(checkpoints)
+        resumed_from = int(last.name[11:]) if last is not None else 0
+        estimate = None
+        do_probe = cfg.probe if cfg.probe is not None else (total_steps - resumed_from) > 10
+        if do_probe:
+            estimate = _probe(torch, trainer)
+            remaining = max(0, total_steps - resumed_from)
+            message = (f"about {estimate:.1f} s per step x {remaining} steps = {estimate * remaining / 60:.1f} min "
+                       f"on {threads} thread(s){' with QLoRA' if qlora else ''}")
+            log.info("training estimate: %s", message)
+            emit(progress, ProgressEvent("estimate", 0, remaining, message=message,
+                                         metrics={"sec_per_step": estimate, "steps": remaining,
+                                                  "minutes": estimate * remaining / 60}))
+        eval_before = state.get("eval_loss_before")
+        if cfg.eval_loss and eval_set is not None and eval_before is None and resumed_from == 0:
+            eval_before = _evaluate(trainer)
+            state["eval_loss_before"] = eval_before
+            atomic_write_json(out / _STATE, state)
+        if last is not None:
+            log.info("resuming training from %s", last)
+        start = time.perf_counter()
+        try:
+            trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
+        except (RuntimeError, ValueError) as exc:
+            raise TrainingError(f"training failed: {exc}") from exc
+        train_seconds = time.perf_counter() - start
+        eval_after = _evaluate(trainer) if cfg.eval_loss and eval_set is not None else None
+        trainer.model.save_pretrained(str(adapter_dir))
+        tokenizer.save_pretrained(str(adapter_dir))
+
+    losses = [(int(e["step"]), float(e["loss"])) for e in trainer.state.log_history if "loss" in e and "step" in e]
+    result = TrainResult(
+        adapter_dir=adapter_dir,
+        base=model_base,
+        global_step=int(trainer.state.global_step),
+        resumed_from=resumed_from,
+        losses=losses,
+        eval_loss_before=eval_before,
+        eval_loss_after=eval_after,
+        sec_per_step=reporter.mean_step_seconds(),
+        estimated_sec_per_step=estimate,
+        train_seconds=train_seconds,
+        examples=len(rows),
+        dropped_too_long=dropped,
+        threads=threads,
+        qlora=qlora,
+        device="cuda" if cuda else "cpu",
+        quantized_modules=quantized,
+    )
+    atomic_write_json(adapter_dir / ADAPTER_INFO, {"base": model_base.to_json(), "train": result.to_json()})
+    state.update(done=True, result=result.to_json())
+    atomic_write_json(out / _STATE, state)
+    log.info("trained %d steps in %.0f s (%.1f s/step); adapter in %s", result.global_step, train_seconds,
+             result.sec_per_step or 0.0, adapter_dir)
+    return result
+
+
+def _fit_length(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> tuple[list[dict[str, Any]], int]:
+    kept = []
+    for row in rows:
+        ids = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
+        n = len(ids["input_ids"]) if isinstance(ids, Mapping) else len(ids)
+        if n <= max_length:
+            kept.append(row)
+    dropped = len(rows) - len(kept)
+    if dropped:
+        log.warning("dropped %d example(s) longer than max_length=%d tokens", dropped, max_length)
+    return kept, dropped
+
+
+def _load_model(torch: Any, transformers: Any, peft: Any, base: BaseModel, qlora: bool, cuda: bool,
+                cfg: TrainConfig) -> Any:
+    kwargs: dict[str, Any] = {"dtype": torch.float32}
+    if qlora:
+        try:
+            import bitsandbytes  # noqa: F401 - only checks that the backend is installed
+        except ImportError as exc:
+            raise MissingDependencyError("bitsandbytes", "finetune") from exc
+        compute = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
+        kwargs["quantization_config"] = transformers.BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
+            bnb_4bit_use_double_quant=True,
+        )
+        kwargs["device_map"] = {"": 0} if cuda else {"": "cpu"}
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(base.hf_dir), **kwargs)
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        raise TrainingError(f"could not load the base model from {base.hf_dir}: {exc}") from exc
+    if qlora:
+        model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=cfg.gradient_checkpointing)
+    return model
+
+
+def _planned_steps(cfg: TrainConfig, n_rows: int) -> int:
+    if cfg.max_steps > 0:
+        return cfg.max_steps
+    per_epoch = max(1, math.ceil(n_rows / (cfg.batch_size * cfg.grad_accum)))
+    return max(1, math.ceil(per_epoch * cfg.epochs))
+
+
+def _probe(torch: Any, trainer: Any) -> float:
+    """Seconds for one forward and backward pass over one batch (gradients are discarded)."""
+    model = trainer.model
+    batch = next(iter(trainer.get_train_dataloader()))
+    batch = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in batch.items()}
+    model.train()
+    start = time.perf_counter()
+    loss = model(**{k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "labels")}).loss
+    loss.backward()
+    seconds = time.perf_counter() - start
+    model.zero_grad(set_to_none=True)
+    return seconds * max(1, int(trainer.args.gradient_accumulation_steps))
+
+
+def _evaluate(trainer: Any) -> float | None:
+    metrics = trainer.evaluate()
+    value = metrics.get("eval_loss")
+    return float(value) if value is not None else None
+
+
+class _Reporter:
+    """Turns trainer steps and logs into progress events (wrapped in a ``TrainerCallback`` by :func:`_callback`)."""
+
+    def __init__(self, progress: ProgressCallback | None) -> None:
+        self.progress = progress
+        self.step_seconds: list[float] = []
+        self._step_start = 0.0
+
+    def mean_step_seconds(self) -> float | None:
+        return sum(self.step_seconds) / len(self.step_seconds) if self.step_seconds else None
+
+    def train_begin(self, state: Any) -> None:
+        emit(self.progress, ProgressEvent("train", int(state.global_step), int(state.max_steps),
+                                          message="training started"))
+
+    def step_begin(self) -> None:
+        self._step_start = time.perf_counter()
+
+    def step_end(self) -> None:
+        self.step_seconds.append(time.perf_counter() - self._step_start)
+
+    def log(self, state: Any, logs: Mapping[str, Any] | None) -> None:
+        if logs and "loss" in logs:
+            loss = float(logs["loss"])
+            emit(self.progress, ProgressEvent(
+                "train", int(state.global_step), int(state.max_steps), message=f"loss {loss:.3f}",
+                metrics={"loss": loss, "sec_per_step": self.step_seconds[-1] if self.step_seconds else None},
+            ))
+
+
+def _callback(transformers: Any, reporter: _Reporter) -> Any:
+    class ProgressCallback(transformers.TrainerCallback):  # type: ignore[misc]
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            reporter.train_begin(state)
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            reporter.step_begin()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            reporter.step_end()
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            reporter.log(state, logs)
+
+    return ProgressCallback()

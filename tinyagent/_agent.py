@@ -24,7 +24,7 @@ from ._executor import Executor
 from ._grammar import GrammarOptions, joiner_grammar, plan_grammar
 from ._plan import END_OF_PLAN, Call, Example, Plan
 from ._plan_parser import PlanStreamParser
-from ._prompts import build_joiner_messages, build_planner_messages, replan_context
+from ._prompts import build_joiner_messages, build_planner_messages, planner_system_prompt, replan_context
 from ._routing_base import LocalOnly, RouteSignals, RoutingHook, Stage
 from ._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from .errors import BudgetExceeded, ModelError, PlanError, UserError
@@ -465,7 +465,8 @@ class Agent:
             # A refused confirmation is the user's decision: report it, never plan around it.
             refused = any(r.error_type == "ConfirmationDenied" for r in failed)
             allow_replan = can_replan and bool(failed) and not refused
-            verdict, text = await self._join(query, today, result, observations, allow_replan, history, signals)
+            verdict, text = await self._join(query, today, result, observations, allow_replan, history, signals,
+                                             tools)
             timings["join"] += time.perf_counter() - join_started
             if verdict == "replan":
                 reason = text or "the joiner asked for a replan"
@@ -510,12 +511,14 @@ class Agent:
         allow_replan: bool,
         history: Sequence[Mapping[str, Any]],
         signals: RouteSignals,
+        tools: Mapping[str, Tool],
     ) -> tuple[Literal["answer", "replan"], str]:
         if self.settings.joiner == "template":
             return "answer", ""
         model = self.router.select("join", signals)
         messages = build_joiner_messages(query, today, result.plan if result.plans else Plan(), observations,
-                                         allow_replan=allow_replan, history=history)
+                                         allow_replan=allow_replan, history=history,
+                                         shared_prefix=planner_system_prompt(tools.values()))
         grammar = joiner_grammar(allow_replan) if (self.settings.use_grammar and model.supports_grammar) else None
         request = ModelRequest(messages=messages, grammar=grammar, max_tokens=self.settings.joiner_max_tokens)
         try:

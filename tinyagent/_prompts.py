@@ -154,9 +154,17 @@ def build_joiner_messages(
     *,
     allow_replan: bool,
     history: Sequence[Mapping[str, Any]] = (),
+    shared_prefix: str = "",
 ) -> list[dict[str, Any]]:
-    """Chat messages for the joiner, which answers from the observations (or asks for a replan)."""
-    system = (
+    """Chat messages for the joiner, which answers from the observations (or asks for a replan).
+
+    Args:
+        shared_prefix: the planner's static system prompt (rules and tools). Starting the joiner's prompt with it
+            keeps llama.cpp's KV cache for that prefix valid across planner and joiner calls, so neither call
+            re-processes the tool list.
+    """
+    system = shared_prefix + ("\nNow the plan has been executed; you are no longer planning.\n" if shared_prefix
+                              else "") + (
         "You answer the user's request using the results of the actions that were taken. "
         "Be brief and factual; do not invent results.\n"
         "Reply with `Answer: <your answer to the user>`."

@@ -100,8 +100,11 @@ def measure_retriever(
     """Recall, set sizes, prompt tokens and latency of one retriever on ``cases``."""
     recalls, found, offered, ratios, latencies, uncertain = [], [], [], [], [], 0
     tokens_with = []
-    for case in cases[:3]:  # warm-up (memo caches are per text, so these queries are timed fresh below)
+    for case in cases[:3]:  # warm-up (onnxruntime allocates on first use)
         retriever.retrieve(case.query + " warm-up")
+    embedder = getattr(retriever, "embedder", None)
+    if embedder is not None and hasattr(embedder, "forget"):
+        embedder.forget()  # another retriever may have embedded these queries already: time them fresh
     for case in cases:
         start = time.perf_counter()
         result = retriever.retrieve(case.query)

@@ -45,6 +45,9 @@ class _Memo:
             self._items.move_to_end(text)
         return vec
 
+    def clear(self) -> None:
+        self._items.clear()
+
     def put(self, text: str, vec: Any) -> None:
         if self.size <= 0:
             return
@@ -138,6 +141,10 @@ class OnnxEmbedder:
                 self._memo.put(texts[i], vectors[j])
         return out
 
+    def forget(self) -> None:
+        """Drop the remembered texts (for timing, or to free memory)."""
+        self._memo.clear()
+
     def __repr__(self) -> str:
         return f"OnnxEmbedder({str(self.path)!r})"
 
@@ -203,6 +210,10 @@ class LlamaCppEmbedder:
                 self._memo.put(text, hit)
             out[i] = hit
         return out
+
+    def forget(self) -> None:
+        """Drop the remembered texts."""
+        self._memo.clear()
 
     def close(self) -> None:
         """Free the model."""

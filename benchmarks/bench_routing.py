@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ from tinyagent.routing import (
 from tinyagent.scoring import EvalCase, dag_success, load_evalset, strict_success
 
 RESULTS = Path(__file__).parent / "results"
-RECORDS = RESULTS / "routing_records.jsonl"
+RECORDS = RESULTS / "routing_records.jsonl"  # per prompt setup: see main()
 LOCAL = "qwen2.5-coder-0.5b"
 CLOUD = "qwen2.5-coder-1.5b"
 # Priced like a small paid API model (currency units per million tokens).
@@ -103,11 +104,12 @@ async def plan_case(agent: Agent, case: EvalCase, tools: dict[str, Any]) -> dict
     """Plan one case; return success, signals, tokens and latency (failures are outcomes, not crashes)."""
     started = time.perf_counter()
     out: dict[str, Any] = {"parse_failed": False, "validation_failed": False, "error": None, "mean_logprob": None,
-                           "input_tokens": 0, "output_tokens": 0, "pred": []}
+                           "input_tokens": 0, "output_tokens": 0, "pred": [], "example_disagreement": False}
     try:
         res = await agent.plan(case.query, today=case.today)
         calls = res.plan.to_json()
         out.update(mean_logprob=res.mean_logprob, input_tokens=res.usage.input_tokens,
+                   example_disagreement=res.example_disagreement,
                    output_tokens=res.usage.output_tokens, pred=calls, prompt_tokens=res.prompt_tokens)
     except PlanValidationError as exc:
         calls, out["validation_failed"], out["error"] = [], True, str(exc)
@@ -141,6 +143,7 @@ async def record_local(cases: list[EvalCase], rows: dict[str, dict[str, Any]], e
                                         "setup": setup})
         row.update(local_success=r["success"], local_strict=r["strict"], local_mean_logprob=r["mean_logprob"],
                    local_parse_failed=r["parse_failed"], local_validation_failed=r["validation_failed"],
+                   local_example_disagreement=r["example_disagreement"],
                    local_cost=0.0, local_input_tokens=r["input_tokens"], local_output_tokens=r["output_tokens"],
                    local_latency_s=r["latency_s"], local_error=r["error"], local_pred=r["pred"])
         log.info("local %d/%d %s success=%s lp=%s %.1fs", i, len(todo), case.id, r["success"],
@@ -226,16 +229,9 @@ def budget_replay(records: Sequence[RouteRecord], policy: Any, session_limit: fl
         if first is cloud:
             used_cloud = _replay_cloud_call(router, cloud, rec, max_tokens)
         else:
-            stronger = router.select("verify", RouteSignals(mean_logprob=rec.local_mean_logprob,
-                                                           parse_failed=rec.local_parse_failed,
-                                                           validation_failed=rec.local_validation_failed,
-                                                           previous_model="local"))
-            if stronger is cloud:
-                signals = RouteSignals(attempt=1, mean_logprob=rec.local_mean_logprob, previous_model="local",
-                                       parse_failed=rec.local_parse_failed,
-                                       validation_failed=rec.local_validation_failed)
-                if router.select("replan", signals) is cloud:
-                    used_cloud = _replay_cloud_call(router, cloud, rec, max_tokens)
+            stronger = router.select("verify", rec.signals())
+            if stronger is cloud and router.select("replan", dataclasses.replace(rec.signals(), attempt=1)) is cloud:
+                used_cloud = _replay_cloud_call(router, cloud, rec, max_tokens)
         refused += router.status()["reason"] == "budget" and not used_cloud
         successes += rec.cloud_success if used_cloud else rec.local_success
         violations += 0 if router.ledger.within_limits() else 1
@@ -277,6 +273,7 @@ def two_fold(records: list[RouteRecord], seed: int = 0) -> dict[str, Any]:
         cloud = simulate(held, AlwaysCloud())
         folds.append({
             "threshold": thresholds.min_mean_logprob,
+            "example_disagreement": thresholds.escalate_on_example_disagreement,
             "success": point.success,
             "cost": point.cost,
             "success_vs_cloud": point.success / cloud.success if cloud.success else None,
@@ -299,6 +296,14 @@ def latency(records: Sequence[RouteRecord], policy: Any) -> float:
     return total / len(records)
 
 
+# The escalation signals compared on the frontier: confidence alone, and the plan's agreement with the most similar
+# worked example in its prompt plus confidence.
+SIGNAL_SETS = {
+    "confidence": EscalationThresholds(),
+    "example+confidence": EscalationThresholds(escalate_on_example_disagreement=True),
+}
+
+
 def summarize(records: list[RouteRecord], max_tokens: int) -> dict[str, Any]:
     local = simulate(records, AlwaysLocal())
     cloud = simulate(records, AlwaysCloud())
@@ -309,10 +314,12 @@ def summarize(records: list[RouteRecord], max_tokens: int) -> dict[str, Any]:
         grid += sorted({round(statistics.quantiles(logprobs, n=100, method="inclusive")[int(q * 100) - 1], 4)
                         for q in qs} | {0.0})
     router_points = []
-    for point in frontier(records, grid):
-        policy = LocalFirst(EscalationThresholds(min_mean_logprob=point.threshold))
-        router_points.append({**point.to_dict(), "latency_s": latency(records, policy)})
-    full = [p.to_dict() for p in frontier(records)]
+    for label, base in SIGNAL_SETS.items():
+        for point in frontier(records, grid, base=base):
+            policy = LocalFirst(dataclasses.replace(base, min_mean_logprob=point.threshold))
+            router_points.append({**point.to_dict(), "signals": label, "latency_s": latency(records, policy)})
+    full = [{**p.to_dict(), "signals": label}
+            for label, base in SIGNAL_SETS.items() for p in frontier(records, base=base)]
     meets = [p for p in full if cloud.success and cloud.cost
              and p["success"] >= TARGET_SUCCESS * cloud.success and p["cost"] <= TARGET_COST * cloud.cost]
     calibrated = calibrate(records, target_cost=TARGET_COST, target_accuracy=TARGET_SUCCESS, relative=True)
@@ -335,6 +342,7 @@ def summarize(records: list[RouteRecord], max_tokens: int) -> dict[str, Any]:
         "calibrated": {
             "thresholds": calibrated.to_dict(),
             **cal_point.to_dict(),
+            "latency_s": latency(records, LocalFirst(calibrated)),
             "success_vs_cloud": cal_point.success / cloud.success if cloud.success else None,
             "cost_vs_cloud": cal_point.cost / cloud.cost if cloud.cost else None,
             "note": "fitted and evaluated on the same split (in-sample); see cross_validation",
@@ -357,12 +365,13 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     cloud = summary["always_cloud"]
     local = summary["always_local"]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    full = sorted(summary["frontier_all_thresholds"], key=lambda p: p["cost"])
-    ax.plot([p["cost"] for p in full], [p["success"] for p in full], "-", color="tab:blue", alpha=0.5,
-            label="local-first, every threshold")
-    pts = summary["router"]
-    ax.plot([p["cost"] for p in pts], [p["success"] for p in pts], "o", color="tab:blue",
-            label="local-first, threshold grid")
+    for label, color in zip(SIGNAL_SETS, ("tab:blue", "tab:purple"), strict=True):
+        full = sorted((p for p in summary["frontier_all_thresholds"] if p["signals"] == label), key=lambda p: p["cost"])
+        ax.plot([p["cost"] for p in full], [p["success"] for p in full], "-", color=color, alpha=0.5,
+                label=f"local-first ({label}), every threshold")
+        pts = [p for p in summary["router"] if p["signals"] == label]
+        ax.plot([p["cost"] for p in pts], [p["success"] for p in pts], "o", color=color, markersize=4,
+                label=f"local-first ({label}), threshold grid")
     ax.plot([local["cost"]], [local["success"]], "s", color="tab:green", markersize=9, label="always local")
     ax.plot([cloud["cost"]], [cloud["success"]], "D", color="tab:red", markersize=9, label="always cloud")
     cal = summary["calibrated"]
@@ -374,7 +383,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     ax.set_xlabel(f"cloud cost over {summary['n']} requests (at {CLOUD_PRICE.input_per_mtok}/"
                   f"{CLOUD_PRICE.output_per_mtok} per M tokens)")
     ax.set_ylabel("plan success (DAG)")
-    ax.set_title("Routing: Qwen-0.5B local vs Qwen-1.5B 'cloud'")
+    ax.set_title(f"Routing: Qwen-0.5B local vs Qwen-1.5B 'cloud' ({summary.get('examples', '')})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
@@ -400,27 +409,29 @@ def main() -> None:
     ap.add_argument("--offline-only", action="store_true", help="only recompute the frontier from the cache")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "2")))
     ap.add_argument("--planner-max-tokens", type=int, default=512)
-    ap.add_argument("--output", default=str(RESULTS / "routing.json"))
-    ap.add_argument("--records", default=str(RECORDS), help="the JSONL cache of per-case outcomes")
-    ap.add_argument("--examples", type=int, default=4, help="fixed few-shot examples in the prompt")
-    ap.add_argument("--example-pool", action="store_true",
-                    help="give the agent the whole train split to pick examples from per request (slow)")
+    ap.add_argument("--fixed-examples", type=int, default=0, metavar="K",
+                    help="K fixed few-shot examples instead of the agent's per-request pick from the train split "
+                         "(several times faster: the prompt prefix is reused; weaker plans)")
+    ap.add_argument("--output", default=None, help="default: results/routing.json (routing_fixedK.json with K)")
+    ap.add_argument("--records", default=None, help="the JSONL cache of per-case outcomes")
     args = ap.parse_args()
-    RECORDS = Path(args.records)
+    suffix = f"_fixed{args.fixed_examples}" if args.fixed_examples else ""
+    setup = f"{args.fixed_examples}-fixed-examples" if args.fixed_examples else "example-pool"
+    RECORDS = Path(args.records) if args.records else RESULTS / f"routing_records{suffix}.jsonl"
+    args.output = args.output or str(RESULTS / f"routing{suffix}.json")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     logging.getLogger("tinyagent.routing").setLevel(logging.ERROR)  # the replays refuse calls on purpose
     cases = load_evalset(args.split)
     if args.limit:
         cases = cases[: args.limit]
-    setup = "example-pool" if args.example_pool else f"{args.examples}-fixed-examples"
     # Outcomes recorded under another prompt setup are not comparable: drop them.
     rows = {} if args.rerecord else {k: v for k, v in load_cache(RECORDS).items() if v.get("setup") == setup}
     if not args.offline_only:
         from tinyagent.functions import init_demo
 
         train = load_evalset("train")
-        examples = example_pool(train) if args.example_pool else static_examples(train, args.examples)
+        examples = static_examples(train, args.fixed_examples) if args.fixed_examples else example_pool(train)
         with tempfile.TemporaryDirectory() as tmp:
             init_demo(Path(tmp))
             started = time.perf_counter()

@@ -176,6 +176,7 @@ class Agent:
             model=model.name,
             mean_logprob=completion.mean_logprob,
             retrieval_uncertain=uncertain,
+            example_disagreement=self._disagrees_with_examples(plan.calls, examples),
         )
 
     def plan_sync(self, query: str, **kwargs: Any) -> PlanResult:
@@ -270,6 +271,17 @@ class Agent:
                 return [e for e in self.examples if e.tool_names <= allowed][:k]
         sims = selector.similarities(selector.query_vector(query))
         return list(selector.select(allowed, k, sims, selector.looks_conversational(sims)))
+
+    def _disagrees_with_examples(self, calls: Iterable[Call], examples: Sequence[Example]) -> bool:
+        """True when the plan calls a different set of tools than the most similar worked example offered.
+
+        Only meaningful when the examples were chosen by similarity (a pool larger than ``max_examples``, or a
+        retriever); a fixed example set gives no signal.
+        """
+        chosen_by_similarity = self.retriever is not None or len(self.examples) > self.settings.max_examples
+        if not examples or not chosen_by_similarity:
+            return False
+        return frozenset(c.name for c in calls) != examples[0].tool_names
 
     def _planner_request(
         self,
@@ -417,10 +429,12 @@ class Agent:
                     error = exc
                 completion = holder.get("completion")
                 if error is None and completion is not None:
-                    check = replace(signals, mean_logprob=completion.mean_logprob, previous_model=model.name)
+                    check = replace(signals, mean_logprob=completion.mean_logprob, previous_model=model.name,
+                                    example_disagreement=self._disagrees_with_examples(buffered, examples))
                     stronger = self.router.select("verify", check)
                     if stronger is not model and stronger.name != model.name and attempt < self.settings.max_replans:
-                        reason = f"low confidence in the {model.name} plan (mean logprob {completion.mean_logprob})"
+                        reason = (f"unsure of the {model.name} plan (mean logprob {completion.mean_logprob}, "
+                                  f"unlike the nearest example: {check.example_disagreement})")
                         result.notes.append(f"escalated: {reason}")
                         await emit(ReplanEvent(attempt + 1, reason, stronger.name))
                         self._count(result, holder)

@@ -105,6 +105,8 @@ class PlanResult:
         model: the planner model's name.
         mean_logprob: the plan's mean token log-probability (when measured).
         retrieval_uncertain: whether tool retrieval widened the set.
+        example_disagreement: the plan calls a different set of tools than the most similar worked example in the
+            prompt (a routing signal; False without examples).
     """
 
     plan: Plan
@@ -117,6 +119,7 @@ class PlanResult:
     model: str = ""
     mean_logprob: float | None = None
     retrieval_uncertain: bool = False
+    example_disagreement: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (references as ``"$k"``)."""

@@ -28,6 +28,8 @@ class RouteSignals:
         step_failed: a step of the previous plan failed or timed out.
         replan_requested: the joiner asked for a replan.
         mean_logprob: the previous plan's mean token log-probability (confidence), when known.
+        example_disagreement: the previous plan calls a different set of tools than the most similar worked example
+            in the prompt (a plan unlike any known-good plan for a similar request is often wrong).
         previous_model: the name of the model that made the previous plan.
         reasons: free-text reasons, for the run's status.
     """
@@ -39,6 +41,7 @@ class RouteSignals:
     step_failed: bool = False
     replan_requested: bool = False
     mean_logprob: float | None = None
+    example_disagreement: bool = False
     previous_model: str = ""
     reasons: tuple[str, ...] = field(default_factory=tuple)
 

@@ -84,6 +84,8 @@ class EscalationThresholds:
         escalate_on_step_failure: a step of the plan failed or timed out.
         escalate_on_replan: the joiner asked for a replan.
         escalate_on_retrieval_uncertain: the tool retriever was unsure, so plan in the cloud from the start.
+        escalate_on_example_disagreement: the local plan calls a different set of tools than the most similar worked
+            example in its prompt.
         max_cloud_calls_per_task: the most cloud calls in one task (None: no cap besides the budget).
     """
 
@@ -93,6 +95,7 @@ class EscalationThresholds:
     escalate_on_step_failure: bool = True
     escalate_on_replan: bool = True
     escalate_on_retrieval_uncertain: bool = False
+    escalate_on_example_disagreement: bool = False
     max_cloud_calls_per_task: int | None = None
 
     def __post_init__(self) -> None:
@@ -190,6 +193,8 @@ class LocalFirst:
             reasons.append(f"low confidence (mean logprob {signals.mean_logprob:.3f} < {t.min_mean_logprob:.3f})")
         if t.escalate_on_retrieval_uncertain and signals.retrieval_uncertain:
             reasons.append("retrieval uncertain")
+        if t.escalate_on_example_disagreement and signals.example_disagreement:
+            reasons.append("the plan's tools differ from the most similar worked example's")
         if stage == "replan":
             if t.escalate_on_step_failure and signals.step_failed:
                 reasons.append("a step failed")
@@ -251,7 +256,7 @@ class Router:
     Attributes:
         wants_logprobs: the agent asks for log-probabilities in planner requests.
         needs_verification: the agent buffers the first plan and asks ``select("verify", ...)`` before executing it
-            (only when confidence is used, since that signal exists only once the plan is complete).
+            (only when confidence or example agreement is used: those signals exist only once the plan is complete).
 
     Raises:
         ConfigurationError: the local and cloud models have the same name, or a setting is invalid.
@@ -289,8 +294,10 @@ class Router:
         self.offline_after_failures = offline_after_failures
         self.offline_cooldown_s = offline_cooldown_s
         self._clock = clock
-        uses_confidence = isinstance(self.policy, LocalFirst) and self.policy.thresholds.min_mean_logprob is not None
-        self.needs_verification = uses_confidence and cloud is not None
+        thresholds = self.policy.thresholds if isinstance(self.policy, LocalFirst) else None
+        uses_confidence = thresholds is not None and thresholds.min_mean_logprob is not None
+        checks_plans = uses_confidence or (thresholds is not None and thresholds.escalate_on_example_disagreement)
+        self.needs_verification = checks_plans and cloud is not None
         self.wants_logprobs = uses_confidence if wants_logprobs is None else wants_logprobs
         self._lock = threading.RLock()
         self._pending: dict[tuple[int, int], list[_Pending]] = {}
@@ -502,6 +509,7 @@ class RouteRecord:
         local_mean_logprob: the local plan's mean token log-probability, if known.
         local_parse_failed: the local plan did not parse.
         local_validation_failed: the local plan did not validate.
+        local_example_disagreement: the local plan's tools differ from the most similar worked example's.
         local_cost: what the local call cost (0 on the device).
         cloud_cost: what the cloud call cost.
         extra: anything else recorded (tokens, latency …).
@@ -513,6 +521,7 @@ class RouteRecord:
     local_mean_logprob: float | None = None
     local_parse_failed: bool = False
     local_validation_failed: bool = False
+    local_example_disagreement: bool = False
     local_cost: float = 0.0
     cloud_cost: float = 0.0
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -534,6 +543,7 @@ class RouteRecord:
                 local_mean_logprob=None if lp is None else float(lp),
                 local_parse_failed=bool(data.get("local_parse_failed", False)),
                 local_validation_failed=bool(data.get("local_validation_failed", False)),
+                local_example_disagreement=bool(data.get("local_example_disagreement", False)),
                 local_cost=float(data.get("local_cost", 0.0)),
                 cloud_cost=float(data.get("cloud_cost", 0.0)),
                 extra={k: v for k, v in data.items() if k not in known},
@@ -555,6 +565,7 @@ class RouteRecord:
             parse_failed=self.local_parse_failed,
             validation_failed=self.local_validation_failed,
             mean_logprob=self.local_mean_logprob,
+            example_disagreement=self.local_example_disagreement,
             previous_model="local",
         )
 
@@ -657,18 +668,26 @@ def calibrate(
         target_cost: the most cost per request (absolute, or a fraction of always-cloud's).
         target_accuracy: the least success rate (absolute, or a fraction of always-cloud's).
         relative: read the targets as fractions of always-cloud.
-        base: the other escalation settings to keep.
+        base: the other escalation settings to keep. None tries the defaults both with and without
+            ``escalate_on_example_disagreement`` (when the records carry that signal) and keeps the better.
 
     Returns:
-        ``base`` with the fitted ``min_mean_logprob``.
+        ``base`` (or the better default) with the fitted ``min_mean_logprob``.
 
     Raises:
         ConfigurationError: no records, no target, or no threshold meets the cost target.
     """
     if target_cost is None and target_accuracy is None:
         raise ConfigurationError("calibrate needs target_cost, target_accuracy or both")
-    base = base or EscalationThresholds()
-    points = frontier(records, base=base)
+    if base is None:
+        bases = [EscalationThresholds()]
+        if any(r.local_example_disagreement for r in records):
+            bases.append(EscalationThresholds(escalate_on_example_disagreement=True))
+    else:
+        bases = [base]
+    tagged = [(b, p) for b in bases for p in frontier(records, base=b)]
+    by_point = {id(p): b for b, p in tagged}
+    points = [p for _, p in tagged]
     cloud = simulate(records, AlwaysCloud())
     max_cost = None if target_cost is None else target_cost * (cloud.cost_per_request if relative else 1.0)
     min_success = None if target_accuracy is None else target_accuracy * (cloud.success if relative else 1.0)
@@ -697,7 +716,7 @@ def calibrate(
         "calibrated min_mean_logprob=%s: success %.3f, cost/request %.6g, escalated %.0f%%",
         best.threshold, best.success, best.cost_per_request, 100 * best.escalated,
     )
-    return dataclasses.replace(base, min_mean_logprob=best.threshold)
+    return dataclasses.replace(by_point[id(best)], min_mean_logprob=best.threshold)
 
 
 def load_records(path: str | Path) -> list[RouteRecord]:

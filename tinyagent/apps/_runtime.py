@@ -373,4 +373,19 @@ def build_agent(
         raise ConfigurationError(f"tinyagent.Agent is not available in this build: {exc}") from exc
     if confirm is not None:
         kwargs["confirm"] = confirm
+    if "examples" not in kwargs:
+        kwargs["examples"] = _builtin_examples_for(tools)
     return Agent(tools=tools, model=model, **kwargs)
+
+
+def _builtin_examples_for(tools: ToolRegistry | Sequence[Tool]) -> list[Any]:
+    """The built-in library's worked examples when ``tools`` include built-in tools (the agent keeps only those whose
+    tools are all offered), else none."""
+    try:
+        functions = importlib.import_module("tinyagent.functions")
+    except ImportError:
+        return []
+    names = set(tools) if isinstance(tools, ToolRegistry) else {t.name for t in tools}
+    if not names & set(functions.TOOL_NAMES):
+        return []
+    return list(functions.builtin_examples())

@@ -30,6 +30,7 @@ from ._errors import (
     StoreError,
 )
 from ._evalcheck import check_evalset
+from ._examples import builtin_examples
 from ._paths import atomic_write, confine
 from ._settings import FunctionsSettings, MessageTransport, OutboxTransport, UrlOpener
 from ._time import resolve_expression
@@ -50,6 +51,7 @@ __all__ = [
     "StoreError",
     "UrlOpener",
     "atomic_write",
+    "builtin_examples",
     "builtin_tools",
     "check_evalset",
     "confine",

@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tinyagent import Agent, Example, Plan, ToolStarted, tool
+from tinyagent import Agent, Example, ToolStarted, tool
 from tinyagent._grammar import GrammarOptions, plan_grammar
 from tinyagent._plan import END_OF_PLAN
 from tinyagent._plan_parser import parse_plan
 from tinyagent._prompts import build_planner_messages, format_observation
-from tinyagent.functions import FunctionsSettings, builtin_tools, init_demo
+from tinyagent.functions import FunctionsSettings, builtin_examples, builtin_tools, init_demo
 from tinyagent.models import LlamaCppModel, ModelRequest, ScriptedModel
 from tinyagent.scoring import load_evalset
 
@@ -39,10 +39,6 @@ def log(msg: str) -> None:
 
 def allow_all(_: Any) -> bool:
     return True
-
-
-def pool_examples() -> list[Example]:
-    return [Example(c.query, Plan.from_json(c.calls, answer=c.answer), c.today) for c in load_evalset("train")]
 
 
 def multi_call_queries(n: int) -> list[str]:
@@ -169,17 +165,24 @@ async def sequential_loop(model: LlamaCppModel, tools: dict[str, Any], query: st
     return time.perf_counter() - started
 
 
-async def vs_sequential(model: LlamaCppModel, agent: Agent, queries: list[str]) -> dict[str, Any]:
+async def vs_sequential(model_name: str, threads: int, agent: Agent, queries: list[str]) -> dict[str, Any]:
+    """Both sides warm, each with a model instance of its own, so neither evicts the other's KV cache."""
     tools = dict(agent.registry.items())
+    seq_model = LlamaCppModel(model_name, n_threads=threads)
+    warm = "What is on my calendar today?"
+    await agent.run(warm, today=TODAY)
+    await sequential_loop(seq_model, tools, warm, agent._similar_examples(warm, tools))
     ours, base = [], []
     for q in queries:
         started = time.perf_counter()
         await agent.run(q, today=TODAY)
         ours.append(time.perf_counter() - started)
-        base.append(await sequential_loop(model, tools, q, agent._similar_examples(q, tools)))
+        base.append(await sequential_loop(seq_model, tools, q, agent._similar_examples(q, tools)))
         log(f"  vs-seq: ours {ours[-1]:.2f}s sequential {base[-1]:.2f}s  {q[:60]}")
+    await seq_model.aclose()
     return {"ours_s_mean": statistics.fmean(ours), "sequential_s_mean": statistics.fmean(base),
-            "speedup": statistics.fmean(base) / statistics.fmean(ours), "n": len(queries)}
+            "speedup": statistics.fmean(base) / statistics.fmean(ours), "n": len(queries),
+            "ours_s": ours, "sequential_s": base}
 
 
 # -- prefix cache ----------------------------------------------------------------------------------------------
@@ -222,7 +225,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             init_demo(Path(tmp))
             tools = builtin_tools(FunctionsSettings(data_dir=Path(tmp)))
-            agent = Agent(tools, model=model, examples=pool_examples(), confirm=allow_all)
+            agent = Agent(tools, model=model, examples=builtin_examples(), confirm=allow_all)
             await agent.plan("warm up", today=TODAY)
             if "overhead" in only:
                 out["overhead"] = await sdk_overhead(model, agent, queries)
@@ -237,7 +240,7 @@ def main() -> None:
                 out["first_dispatch_fraction"] = out["dispatch"]["fraction_median"]
                 log(f"dispatch: {out['dispatch']}")
             if "sequential" in only:
-                out["sequential"] = await vs_sequential(model, agent, queries)
+                out["sequential"] = await vs_sequential(args.model, args.threads, agent, queries)
                 out["vs_sequential_speedup"] = out["sequential"]["speedup"]
                 log(f"sequential: {out['sequential']}")
         await model.aclose()

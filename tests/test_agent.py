@@ -251,3 +251,14 @@ async def test_refused_confirmation_ends_without_replanning() -> None:
     result = await Agent([wire_money], model=model, confirm=lambda req: False).run("send 5")
     assert result.replans == 0 and result.steps[0].error_type == "ConfirmationDenied"
     assert "Replan" not in (model.requests[-1].grammar or "")
+
+
+async def test_joiner_continues_the_planner_conversation_so_the_kv_cache_covers_it() -> None:
+    plan = '1. get_email_address(name="Bo")\n2. join()\n<END_OF_PLAN>'
+    model = ScriptedModel([plan, "Answer: Bo's address is bo@example.com."])
+    result = await Agent(TOOLS, model=model).run("what is Bo's address")
+    planner, joiner = model.requests[0].messages, model.requests[1].messages
+    assert joiner[: len(planner)] == planner  # the whole planner prompt is a prefix of the joiner's
+    assert joiner[len(planner)] == {"role": "assistant", "content": result.plan_texts[0]}
+    assert "Request: what is Bo's address" in joiner[-1]["content"] and "Answer:" in joiner[-1]["content"]
+    assert result.answer == "Bo's address is bo@example.com."

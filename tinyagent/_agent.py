@@ -24,7 +24,13 @@ from ._executor import Executor
 from ._grammar import GrammarOptions, joiner_grammar, plan_grammar
 from ._plan import END_OF_PLAN, Call, Example, Plan
 from ._plan_parser import PlanStreamParser
-from ._prompts import build_joiner_messages, build_planner_messages, planner_system_prompt, replan_context
+from ._prompts import (
+    build_joiner_followup,
+    build_joiner_messages,
+    build_planner_messages,
+    planner_system_prompt,
+    replan_context,
+)
 from ._routing_base import LocalOnly, RouteSignals, RoutingHook, Stage
 from ._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from .errors import BudgetExceeded, ModelError, PlanError, UserError
@@ -480,7 +486,7 @@ class Agent:
             refused = any(r.error_type == "ConfirmationDenied" for r in failed)
             allow_replan = can_replan and bool(failed) and not refused
             verdict, text = await self._join(query, today, result, observations, allow_replan, history, signals,
-                                             tools)
+                                             tools, request.messages)
             timings["join"] += time.perf_counter() - join_started
             if verdict == "replan":
                 reason = text or "the joiner asked for a replan"
@@ -526,13 +532,19 @@ class Agent:
         history: Sequence[Mapping[str, Any]],
         signals: RouteSignals,
         tools: Mapping[str, Tool],
+        planner_messages: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[Literal["answer", "replan"], str]:
         if self.settings.joiner == "template":
             return "answer", ""
         model = self.router.select("join", signals)
-        messages = build_joiner_messages(query, today, result.plan if result.plans else Plan(), observations,
-                                         allow_replan=allow_replan, history=history,
-                                         shared_prefix=planner_system_prompt(tools.values()))
+        if planner_messages and result.plan_texts and result.models and result.models[-1] == model.name:
+            # Same model as the plan: continue its conversation, so the KV cache covers everything but the results.
+            messages = build_joiner_followup(planner_messages, result.plan_texts[-1], query, observations,
+                                             allow_replan=allow_replan)
+        else:
+            messages = build_joiner_messages(query, today, result.plan if result.plans else Plan(), observations,
+                                             allow_replan=allow_replan, history=history,
+                                             shared_prefix=planner_system_prompt(tools.values()))
         grammar = joiner_grammar(allow_replan) if (self.settings.use_grammar and model.supports_grammar) else None
         request = ModelRequest(messages=messages, grammar=grammar, max_tokens=self.settings.joiner_max_tokens)
         try:

@@ -15,6 +15,7 @@ from ._plan import Example, Plan
 from ._tools import Tool
 
 __all__ = [
+    "build_joiner_followup",
     "build_joiner_messages",
     "build_planner_messages",
     "describe_tool",
@@ -144,6 +145,39 @@ def replan_context(plan_text: str, observations: Sequence[str], reason: str, nex
         f"Write only the steps still needed, numbered from {next_step}. "
         "You may use $k for results above that succeeded."
     )
+
+
+def build_joiner_followup(
+    planner_messages: Sequence[Mapping[str, Any]],
+    plan_text: str,
+    query: str,
+    observations: Sequence[str],
+    *,
+    allow_replan: bool,
+) -> list[dict[str, Any]]:
+    """Chat messages for the joiner as a continuation of the planner's conversation.
+
+    The planner's messages and the plan it wrote come first, unchanged, so llama.cpp's KV cache still holds all of
+    them (tools, examples, request and plan): only the results and the instruction are new tokens.
+
+    Args:
+        planner_messages: the messages of the planner request that produced the plan.
+        plan_text: the plan exactly as the model wrote it.
+        query: the user's request (repeated next to the results, so a small model keeps it in view).
+        observations: one line per step result.
+        allow_replan: offer ``Replan:`` besides ``Answer:``.
+    """
+    steps = "\n".join(observations) if observations else "(no actions were needed)"
+    user = (
+        f"The plan has been executed; you are no longer planning.\nRequest: {query}\nActions and results:\n{steps}\n\n"
+        "Answer the request using these results. Be brief and factual; do not invent results. "
+        "Reply with `Answer: <your answer to the user>`."
+    )
+    if allow_replan:
+        user += " If a step failed and a different plan could still fulfil the request, reply with " \
+                "`Replan: <what went wrong and what to do instead>`."
+    return [*(dict(m) for m in planner_messages), {"role": "assistant", "content": plan_text},
+            {"role": "user", "content": user}]
 
 
 def build_joiner_messages(

@@ -75,6 +75,20 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _read_json_file(path: pathlib.Path, what: str) -> Any:
+    """The JSON document in ``path``; ``what`` names the file in the error (e.g. ``"tools file"``).
+
+    Raises:
+        ConfigurationError: the file cannot be read or is not JSON.
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the {what} {path}: {exc}") from exc
+    except ValueError as exc:
+        raise ConfigurationError(f"the {what} {path} is not JSON: {exc}") from exc
+
+
 def _plan_to_dict(plan: Any) -> dict[str, Any]:
     calls = plan.to_json() if hasattr(plan, "to_json") else jsonable(plan)
     out: dict[str, Any] = {"calls": calls}
@@ -186,7 +200,10 @@ def request_stage(request: ModelRequest) -> str:
     if request.grammar:
         return "plan"
     system = " ".join(str(m.get("content", "")) for m in request.messages if m.get("role") == "system")
-    return "join" if "Answer:" in system and "<END_OF_PLAN>" not in system else "plan"
+    if "Answer:" in system and "<END_OF_PLAN>" not in system:
+        return "join"
+    last = str(request.messages[-1].get("content", "")) if request.messages else ""
+    return "join" if request.messages and request.messages[-1].get("role") == "user" and "`Answer:" in last else "plan"
 
 
 def _request_text(request: ModelRequest) -> str:
@@ -214,12 +231,7 @@ def scripted_model_from_file(path: str | os.PathLike[str]) -> Model:
     from ..models import ScriptedModel
 
     file = pathlib.Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read the scripted-model file {file}: {exc}") from exc
-    except ValueError as exc:
-        raise ConfigurationError(f"the scripted-model file {file} is not JSON: {exc}") from exc
+    data = _read_json_file(file, "scripted-model file")
     delay = 0.0
     if isinstance(data, list) and data and all(isinstance(r, str) for r in data):
         return ScriptedModel(data, name=f"scripted:{file.name}")
@@ -327,12 +339,7 @@ def load_tools(spec: str | None, data_dir: pathlib.Path | None = None) -> ToolRe
 
 
 def _tools_from_json(path: pathlib.Path) -> ToolRegistry:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read the tools file {path}: {exc}") from exc
-    except ValueError as exc:
-        raise ConfigurationError(f"the tools file {path} is not JSON: {exc}") from exc
+    data = _read_json_file(path, "tools file")
     if isinstance(data, dict) and "tools" in data:
         data = data["tools"]
     if not isinstance(data, list):

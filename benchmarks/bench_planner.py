@@ -79,6 +79,7 @@ async def evaluate(model_name: str, cases: list[EvalCase], examples: list[Exampl
         "latency_s_mean": statistics.fmean(lat),
         "prompt_tokens_mean": statistics.fmean(r["prompt_tokens"] for r in rows),
         "failures": [r for r in rows if not r["strict"]],
+        "cases": {r["id"]: [int(r["dag"]), int(r["strict"]), round(r["latency_s"], 2)] for r in rows},
     }
 
 
@@ -103,13 +104,21 @@ def main() -> None:
 
     from tinyagent.functions import init_demo
 
-    out: dict[str, Any] = {"split": args.split, "examples": len(examples), "machine": machine(), "models": {}}
+    # Models run one at a time and merge into the file, so a run of one model keeps the others' figures.
+    path = Path(args.output)
+    out: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    out.setdefault("models", {})
+    out.update(split=args.split, examples=len(examples),
+               command="python benchmarks/bench_planner.py --models " + args.models)
     with tempfile.TemporaryDirectory() as tmp:
         init_demo(Path(tmp))
         for name in args.models.split(","):
-            out["models"][name] = asyncio.run(evaluate(name, cases, examples, Path(tmp)))
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(out, indent=2, default=str))
+            result = asyncio.run(evaluate(name, cases, examples, Path(tmp)))
+            result["machine"] = machine()
+            result["examples"] = "per-request pool" if args.example_pool else f"{args.examples} fixed"
+            out["models"][name] = result
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(out, indent=2, default=str))
     for name, r in out["models"].items():
         print(f"{name}: dag {r['dag_success']:.3f} strict {r['strict_success']:.3f} "
               f"p50 {r['latency_s_p50']:.2f}s p95 {r['latency_s_p95']:.2f}s prompt {r['prompt_tokens_mean']:.0f} tok")

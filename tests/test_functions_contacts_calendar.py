@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from pathlib import Path
 from typing import Any
 
 import icalendar
 import pytest
+from _helpers_functions import TODAY
 
 from tinyagent import Tool, ToolContext
 from tinyagent.errors import PlanValidationError
@@ -21,24 +21,15 @@ from tinyagent.functions import (
     InvalidDate,
     StoreError,
     builtin_tools,
-    init_demo,
 )
 from tinyagent.functions._contacts import Contact, parse_vcards, to_vcard
 
-TODAY = dt.date(2026, 12, 1)
-
-
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo-template")
-    init_demo(path, today=TODAY, timezone="Europe/Berlin")
-    return path
+DEMO_TIMEZONE = "Europe/Berlin"  # conftest's demo_template seeds the demo data set in it
 
 
 @pytest.fixture
-def demo(tmp_path: Path, demo_template: Path) -> FunctionsSettings:
-    shutil.copytree(demo_template, tmp_path / "data")
-    return FunctionsSettings(data_dir=tmp_path / "data", timezone="Europe/Berlin")
+def demo(data_dir: Path) -> FunctionsSettings:
+    return FunctionsSettings(data_dir=data_dir, timezone=DEMO_TIMEZONE)
 
 
 @pytest.fixture

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import email
 import email.policy
-import shutil
 import socket
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -13,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers_functions import TODAY, deny
 
 from tinyagent import ConfirmationRequest, Tool, ToolContext
 from tinyagent.errors import ConfirmationDenied, PathEscapeError
@@ -24,10 +23,7 @@ from tinyagent.functions import (
     InvalidArgument,
     ItemNotFound,
     builtin_tools,
-    init_demo,
 )
-
-TODAY = dt.date(2026, 12, 1)
 
 
 class Recorder:
@@ -69,19 +65,6 @@ def smtp_server() -> Iterator[tuple[int, Recorder]]:
         controller.stop()
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo-template")
-    init_demo(path, today=TODAY, timezone="UTC")
-    return path
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path, demo_template: Path) -> Path:
-    shutil.copytree(demo_template, tmp_path / "data")
-    return tmp_path / "data"
-
-
 def make_tools(data_dir: Path, **settings: Any) -> dict[str, Tool]:
     base: dict[str, Any] = {"data_dir": data_dir, "timezone": "UTC", "sender": "me@example.com",
                             "smtp_starttls": False}
@@ -94,10 +77,6 @@ def allow(request: ConfirmationRequest) -> bool:
 
 
 allow.requests = []  # type: ignore[attr-defined]
-
-
-def deny(request: ConfirmationRequest) -> bool:
-    return False
 
 
 def ctx(hook: Any = allow) -> ToolContext:

@@ -14,6 +14,7 @@ from typing import Any
 
 import icalendar
 import pytest
+from _helpers_functions import TODAY, allow, deny
 
 import tinyagent.functions as functions
 from tinyagent import ConfirmationRequest, Tool, ToolContext, ToolRegistry
@@ -28,22 +29,6 @@ from tinyagent.functions import (
     init_demo,
     terminal_confirm,
 )
-
-TODAY = dt.date(2026, 12, 1)
-
-
-def allow(request: ConfirmationRequest) -> bool:
-    return True
-
-
-def deny(request: ConfirmationRequest) -> bool:
-    return False
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    init_demo(tmp_path / "data", today=TODAY, timezone="UTC")
-    return tmp_path / "data"
 
 
 def tools_for(data_dir: Path, **settings: Any) -> dict[str, Tool]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers_functions import TODAY, allow, deny
 
-from tinyagent import ConfirmationRequest, Tool, ToolContext
+from tinyagent import Tool, ToolContext
 from tinyagent.errors import ConfirmationDenied, PathEscapeError, ToolError
 from tinyagent.functions import (
     FunctionsSettings,
@@ -17,37 +16,13 @@ from tinyagent.functions import (
     ItemNotFound,
     StoreError,
     builtin_tools,
-    init_demo,
 )
 from tinyagent.models import ModelRequest, ScriptedModel
-
-TODAY = dt.date(2026, 12, 1)
-
-
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("demo-template")
-    init_demo(path, today=TODAY, timezone="UTC")
-    return path
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path, demo_template: Path) -> Path:
-    shutil.copytree(demo_template, tmp_path / "data")
-    return tmp_path / "data"
 
 
 @pytest.fixture
 def tools(data_dir: Path) -> dict[str, Tool]:
     return {t.name: t for t in builtin_tools(FunctionsSettings(data_dir=data_dir, timezone="UTC"))}
-
-
-def allow(request: ConfirmationRequest) -> bool:
-    return True
-
-
-def deny(request: ConfirmationRequest) -> bool:
-    return False
 
 
 async def call(tools: dict[str, Tool], tool_name: str, /, hook: Any = deny, model: Any = None, **args: Any) -> Any:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers_models import real_model_available
 
 np = pytest.importorskip("numpy", reason="the voice extra (numpy) is not installed")
 pytest.importorskip("pocketsphinx", reason="the voice extra (pocketsphinx) is not installed")
@@ -309,19 +310,8 @@ def test_microphone_push_to_talk(monkeypatch: pytest.MonkeyPatch, tts: EspeakTTS
         VoiceAssistant(_agent(), grammar_stt).listen(turns.append, mode="ptt", microphone=Microphone())
 
 
-def _real_model_available(name: str) -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from tinyagent.models import ModelCatalog
-
-        return bool(ModelCatalog().installed(name))
-    except Exception:  # noqa: BLE001 - any missing piece means: skip
-        return False
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _real_model_available("qwen2.5-coder-1.5b"),
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"),
                     reason="llama-cpp-python or the qwen2.5-coder-1.5b model packages are not installed")
 async def test_voice_loop_with_the_real_default_planner(tts: EspeakTTS, grammar_stt: PocketSphinxSTT) -> None:
     """Speech -> pocketsphinx -> Qwen2.5-Coder-1.5B planning over the demo tools -> the plan is the lookup."""

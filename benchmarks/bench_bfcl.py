@@ -138,28 +138,40 @@ def main(argv: list[str] | None = None) -> int:
     models = [m for m in args.models.split(",") if m]
     start = time.perf_counter()
     runs: dict[str, dict[str, Any]] = {}
+    # Systems run separately (e.g. the baselines once, the SDK after a prompt change) merge into one file when the
+    # model, limit and categories match.
+    previous: dict[str, Any] = {}
+    if args.output.exists():
+        old = json.loads(args.output.read_text())
+        if (old.get("model"), old.get("limit"), old.get("categories")) == (
+                models[0], args.limit, args.categories.split(",")):
+            previous = old
 
     def summary() -> dict[str, Any]:
         first = runs[models[0]]
+        sdk = first["bfcl"] or previous.get("bfcl", {})
+        baselines = {**previous.get("bfcl_baselines", {}), **first["bfcl_baselines"]}
+        best = {c: max(b.get(c, 0.0) for b in baselines.values()) for c in sdk} if sdk and baselines else {}
+        margin = {c: round(100 * (sdk[c] - best[c]), 1) for c in best}
         result: dict[str, Any] = {
             "model": models[0],
             "limit": args.limit,
             "categories": args.categories.split(","),
-            "bfcl": first["bfcl"],
-            "bfcl_baselines": first["bfcl_baselines"],
-            "best_baseline": first.get("best_baseline", {}),
-            "margin_points": first.get("margin_points", {}),
+            "bfcl": sdk,
+            "bfcl_baselines": baselines,
+            "best_baseline": best,
+            "margin_points": margin,
             "target_points": TARGET_POINTS,
-            "target_met": first.get("target_met", {}),
+            "target_met": {c: m >= TARGET_POINTS for c, m in margin.items()},
             "seconds": round(time.perf_counter() - start, 1),
-            "seconds_by_system": first["seconds_by_system"],
-            "mean_s_per_case": first["mean_s_per_case"],
+            "seconds_by_system": {**previous.get("seconds_by_system", {}), **first["seconds_by_system"]},
+            "mean_s_per_case": {**previous.get("mean_s_per_case", {}), **first["mean_s_per_case"]},
             "settings": {"n_threads": args.n_threads, "max_tokens": max_tokens, "greedy": True,
                          "today": TODAY.isoformat(), "bfcl_eval": bfcl.BFCL_VERSION,
                          "date": dt.date.today().isoformat()},
             "complete": all(len(r["seconds_by_system"]) == len(systems) for r in runs.values())
             and len(runs) == len(models),
-            "sdk_failures": first.get("sdk_failures", []),
+            "sdk_failures": first.get("sdk_failures") or previous.get("sdk_failures", []),
         }
         if len(models) > 1:
             result["by_model"] = {m: {k: v for k, v in r.items() if k != "sdk_failures"} for m, r in runs.items()}

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from tinyagent import Agent, Example, Plan
-from tinyagent.errors import TinyAgentError
+from tinyagent.errors import PlanParseError, PlanValidationError, TinyAgentError
 from tinyagent.functions import FunctionsSettings, builtin_tools
 from tinyagent.models import LlamaCppModel
+from tinyagent.routing import AlwaysLocal, Router
 from tinyagent.scoring import EvalCase, dag_success, load_evalset, strict_success
 
 RESULTS = Path(__file__).parent / "results"
@@ -48,25 +49,35 @@ async def evaluate(model_name: str, cases: list[EvalCase], examples: list[Exampl
                    retriever: Any = None) -> dict[str, Any]:
     model = LlamaCppModel(model_name, n_threads=int(os.environ.get("BENCH_THREADS", "2")))
     tools = builtin_tools(FunctionsSettings(data_dir=data_dir))
-    agent = Agent(tools, model=model, examples=examples, retriever=retriever)
+    # A local-only router that asks for log-probabilities: the rows then double as the routing benchmark's local
+    # records (bench_routing.py --local-from planner.json), with the same prompt and code path.
+    router = Router(model, None, AlwaysLocal(), wants_logprobs=True)
+    agent = Agent(tools, router=router, examples=examples, retriever=retriever)
     tool_map = {t.name: t for t in tools}
     rows = []
     await agent.plan("warm up the prompt cache", today=cases[0].today)
     for case in cases:
         started = time.perf_counter()
+        parse_failed = validation_failed = False
         try:
             res = await agent.plan(case.query, today=case.today)
             calls = res.plan.to_json()
             err = None
         except TinyAgentError as exc:
             res, calls, err = None, [], str(exc)
+            parse_failed, validation_failed = isinstance(exc, PlanParseError), isinstance(exc, PlanValidationError)
         elapsed = time.perf_counter() - started
         dag = dag_success(calls, list(case.calls))
         strict = strict_success(calls, list(case.calls), case.key_args, tool_map) if dag else False
         rows.append({"id": case.id, "category": case.category, "dag": dag, "strict": strict, "latency_s": elapsed,
                      "prompt_tokens": res.prompt_tokens if res else 0,
                      "tools_offered": len(res.tools_offered) if res else 0,
-                     "pred": calls, "gold": list(case.calls), "error": err, "query": case.query})
+                     "pred": calls, "gold": list(case.calls), "error": err, "query": case.query,
+                     "mean_logprob": res.mean_logprob if res else None,
+                     "example_disagreement": res.example_disagreement if res else False,
+                     "parse_failed": parse_failed, "validation_failed": validation_failed,
+                     "input_tokens": res.usage.input_tokens if res else 0,
+                     "output_tokens": res.usage.output_tokens if res else 0})
         print(f"{model_name} {case.id} dag={dag} strict={strict} {elapsed:.2f}s", file=sys.stderr)
     await model.aclose()
     lat = [r["latency_s"] for r in rows]
@@ -79,7 +90,7 @@ async def evaluate(model_name: str, cases: list[EvalCase], examples: list[Exampl
         "latency_s_mean": statistics.fmean(lat),
         "prompt_tokens_mean": statistics.fmean(r["prompt_tokens"] for r in rows),
         "failures": [r for r in rows if not r["strict"]],
-        "cases": {r["id"]: [int(r["dag"]), int(r["strict"]), round(r["latency_s"], 2)] for r in rows},
+        "rows": [{k: v for k, v in r.items() if k not in ("gold", "query")} for r in rows],
     }
 
 

@@ -123,6 +123,29 @@ async def plan_case(agent: Agent, case: EvalCase, tools: dict[str, Any]) -> dict
     return out
 
 
+def local_from_planner(path: Path, cases: list[EvalCase], rows: dict[str, dict[str, Any]], setup: str) -> int:
+    """Take the local model's outcomes from bench_planner.py's rows (same model, prompt and ``Agent.plan`` path)."""
+    data = json.loads(path.read_text())
+    entry = data.get("models", {}).get(LOCAL, {})
+    if entry.get("examples") != "per-request pool" or setup != "example-pool":
+        raise SystemExit(f"{path} has no per-request-pool run of {LOCAL}; run bench_planner.py --models {LOCAL}")
+    found = {r["id"]: r for r in entry.get("rows", [])}
+    taken = 0
+    for case in cases:
+        r = found.get(case.id)
+        if r is None or "local_success" in rows.get(case.id, {}):
+            continue
+        row = rows.setdefault(case.id, {"id": case.id, "category": case.category, "query": case.query, "setup": setup})
+        row.update(local_success=bool(r["dag"]), local_strict=bool(r["strict"]), local_mean_logprob=r["mean_logprob"],
+                   local_parse_failed=r["parse_failed"], local_validation_failed=r["validation_failed"],
+                   local_example_disagreement=r["example_disagreement"], local_cost=0.0,
+                   local_input_tokens=r["input_tokens"], local_output_tokens=r["output_tokens"],
+                   local_latency_s=r["latency_s"], local_error=r["error"], local_pred=r["pred"],
+                   local_source=str(path.name))
+        taken += 1
+    return taken
+
+
 async def record_local(cases: list[EvalCase], rows: dict[str, dict[str, Any]], examples: list[Example],
                        data_dir: Path, threads: int, setup: str) -> None:
     from tinyagent.functions import FunctionsSettings, builtin_tools
@@ -406,6 +429,8 @@ def main() -> None:
     ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int, default=0, help="only the first N cases (a quick run)")
     ap.add_argument("--rerecord", action="store_true", help="ignore cached records")
+    ap.add_argument("--local-from", type=Path, default=None, metavar="PLANNER_JSON",
+                    help="take the local model's outcomes from bench_planner.py's results (same prompt and code path)")
     ap.add_argument("--offline-only", action="store_true", help="only recompute the frontier from the cache")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "2")))
     ap.add_argument("--planner-max-tokens", type=int, default=512)
@@ -427,6 +452,9 @@ def main() -> None:
         cases = cases[: args.limit]
     # Outcomes recorded under another prompt setup are not comparable: drop them.
     rows = {} if args.rerecord else {k: v for k, v in load_cache(RECORDS).items() if v.get("setup") == setup}
+    if args.local_from is not None:
+        log.info("took %d local outcomes from %s", local_from_planner(args.local_from, cases, rows, setup),
+                 args.local_from)
     if not args.offline_only:
         from tinyagent.functions import init_demo
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tinyagent import Agent, AnswerEvent, Call, Plan, Ref, StepPlanned, ToolFinished, ToolStarted, tool
+from tinyagent import Agent, AnswerEvent, Call, Example, Plan, Ref, StepPlanned, ToolFinished, ToolStarted, tool
 from tinyagent._executor import Executor
 from tinyagent.errors import PlanValidationError, UserError
 from tinyagent.models import ModelRequest, ScriptedModel
@@ -262,3 +262,17 @@ async def test_joiner_continues_the_planner_conversation_so_the_kv_cache_covers_
     assert joiner[len(planner)] == {"role": "assistant", "content": result.plan_texts[0]}
     assert "Request: what is Bo's address" in joiner[-1]["content"] and "Answer:" in joiner[-1]["content"]
     assert result.answer == "Bo's address is bo@example.com."
+
+
+async def test_format_examples_fill_in_only_when_no_worked_example_fits() -> None:
+    model = ScriptedModel(["1. join()\n<END_OF_PLAN>", "Answer: hi"])
+    await Agent(TOOLS, model=model).plan("hello")
+    system = model.requests[0].messages[0]["content"]
+    assert "Examples (with other tools than yours" in system and "convert_currency(" in system
+    own = Example("Email Bo", Plan.from_json([{"id": 1, "name": "get_email_address", "args": {"name": "Bo"}}]))
+    model = ScriptedModel(["1. join()\n<END_OF_PLAN>"])
+    await Agent(TOOLS, model=model, examples=[own]).plan("hello")
+    assert "other tools" not in model.requests[0].messages[0]["content"]
+    model = ScriptedModel(["1. join()\n<END_OF_PLAN>"])
+    await Agent(TOOLS, model=model, format_examples=False).plan("hello")
+    assert "Examples" not in model.requests[0].messages[0]["content"]

@@ -131,7 +131,8 @@ async def test_distill_writes_verified_chat_jsonl_with_stats(tmp_path: Path, hel
     example = next(r for r in kept if r["query"].startswith("Email"))
     import datetime as dt
 
-    expected = build_planner_messages(helper.TOOLS, example["query"], dt.date.fromisoformat(example["today"]))
+    expected = build_planner_messages(helper.TOOLS, example["query"], dt.date.fromisoformat(example["today"]),
+                                      format_examples=True)
     assert example["messages"][:2] == expected
     assert example["messages"][2]["content"].startswith('1. get_email_address(name="')
     assert '2. send_email(to=[$1], subject="' in example["messages"][2]["content"]

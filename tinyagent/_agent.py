@@ -71,10 +71,13 @@ class AgentSettings:
         grammar: caps of the generated grammar.
         tool_timeout: default seconds per tool call (a tool's own ``timeout`` wins).
         streaming_execution: dispatch steps while the plan is still streaming.
+        format_examples: when no worked example fits the offered tools, show a few format-only examples with other
+            tools (the grammar still allows only the offered ones).
     """
 
     max_replans: int = 2
     max_examples: int = 4
+    format_examples: bool = True
     planner_max_tokens: int = 512
     joiner_max_tokens: int = 160
     joiner: Literal["llm", "template"] = "llm"
@@ -302,7 +305,7 @@ class Agent:
         prior_steps: Sequence[int],
     ) -> ModelRequest:
         messages = build_planner_messages(tools.values(), query, today, examples, history=history,
-                                          replan_context=context)
+                                          replan_context=context, format_examples=self.settings.format_examples)
         grammar = None
         if self.settings.use_grammar and model.supports_grammar:
             grammar = self._grammar(tools, first_step, tuple(prior_steps))

@@ -30,8 +30,8 @@ To pass the result of an earlier step, write $k (for example to=[$1]). Only refe
 End every plan with `k. join()` and then <END_OF_PLAN>.
 Rules:
 - Use only the tools listed below, and only the arguments they take.
-- Call a tool only when the request needs it. If no tool is needed (a greeting, a general question), \
-write only `1. join()`.
+- If a listed tool does what the request asks, call it, even when you could answer without it. Write only \
+`1. join()` when no listed tool fits the request (a greeting, small talk, a question none of the tools answers).
 - Do every part of the request: one call per action, even when the actions are similar.
 - If the user already gives an email address, phone number or file path, use it directly; do not look it up.
 - If you need a contact's address or number, look it up first and pass the result with $k.
@@ -84,12 +84,44 @@ def format_example(example: Example) -> str:
     return f"Request{today}: {example.query}\nPlan:\n{example.plan.to_text()}"
 
 
-def planner_system_prompt(tools: Iterable[Tool], examples: Sequence[Example] = ()) -> str:
-    """The static system prompt: rules, tools and examples (identical for identical inputs)."""
+def _generic_examples() -> tuple[Example, ...]:
+    """Format-only examples for tool sets that come without worked examples of their own."""
+    day = dt.date(2026, 3, 2)
+    plans: tuple[tuple[str, list[dict[str, Any]]], ...] = (
+        ("What's the weather in Paris and in Rome tomorrow?",
+         [{"id": 1, "name": "get_weather", "args": {"city": "Paris", "date": "2026-03-03"}},
+          {"id": 2, "name": "get_weather", "args": {"city": "Rome", "date": "2026-03-03"}}]),
+        ("Convert 250 US dollars to euros.",
+         [{"id": 1, "name": "convert_currency",
+           "args": {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}}]),
+        ("Look up Dana Lee's email address and send her the Q3 report.",
+         [{"id": 1, "name": "find_contact", "args": {"name": "Dana Lee"}},
+          {"id": 2, "name": "send_file", "args": {"to": "$1", "path": "Q3 report.pdf"}}]),
+        ("Hello! How are you today?", []),
+    )
+    return tuple(Example(q, Plan.from_json(calls), day) for q, calls in plans)
+
+
+GENERIC_EXAMPLES = _generic_examples()
+
+
+def planner_system_prompt(tools: Iterable[Tool], examples: Sequence[Example] = (), *,
+                          format_examples: bool = False) -> str:
+    """The static system prompt: rules, tools and examples (identical for identical inputs).
+
+    Args:
+        tools: the tools offered.
+        examples: worked examples with these tools.
+        format_examples: when ``examples`` is empty, show :data:`GENERIC_EXAMPLES` (other tools; they only show the
+            plan format and when to call nothing). The grammar still allows only the offered tools.
+    """
     parts = [_PLANNER_RULES, "", "Tools:", *(describe_tool(t) for t in tools)]
     if examples:
         parts += ["", "Examples:"]
         parts += [format_example(e) + "\n" for e in examples]
+    elif format_examples:
+        parts += ["", "Examples (with other tools than yours; they only show the format):"]
+        parts += [format_example(e) + "\n" for e in GENERIC_EXAMPLES]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -101,6 +133,7 @@ def build_planner_messages(
     *,
     history: Sequence[Mapping[str, Any]] = (),
     replan_context: str | None = None,
+    format_examples: bool = False,
 ) -> list[dict[str, Any]]:
     """Chat messages for the planner.
 
@@ -111,8 +144,10 @@ def build_planner_messages(
         examples: few-shot examples (shown in the system prompt).
         history: earlier conversation turns, for follow-ups.
         replan_context: the previous plan, its observations and why a replan is needed.
+        format_examples: without ``examples``, show format-only examples with other tools.
     """
-    messages: list[dict[str, Any]] = [{"role": "system", "content": planner_system_prompt(tools, examples)}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": planner_system_prompt(tools, examples, format_examples=format_examples)}]
     context = ""
     if history:
         turns = "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in history[-6:])

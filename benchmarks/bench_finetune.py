@@ -91,15 +91,20 @@ def cached(path: Path, compute: Any) -> Any:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--examples", type=int, default=60, help="requests the teacher synthesizes")
-    ap.add_argument("--steps", type=int, default=30, help="training steps (-1: --epochs)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="A reduced run (minutes, not hours): --requests 10 --max-steps 3 --eval-limit 5 --work /tmp/bench-small",
+    )
+    ap.add_argument("--examples", "--requests", dest="examples", type=int, default=60,
+                    help="requests the teacher synthesizes (one teacher call per 5)")
+    ap.add_argument("--steps", "--max-steps", dest="steps", type=int, default=30, help="training steps (-1: --epochs)")
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--grad-accum", type=int, default=2)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--max-length", type=int, default=1024)
-    ap.add_argument("--limit", type=int, default=40, help="test cases to evaluate on (0: all)")
+    ap.add_argument("--limit", "--eval-limit", dest="limit", type=int, default=40,
+                    help="test cases to evaluate each model on (0: all)")
     ap.add_argument("--seeds", type=int, default=6, help="user examples that seed request synthesis")
     ap.add_argument("--teacher", default="qwen2.5-coder-1.5b")
     ap.add_argument("--student", default="qwen2.5-coder-0.5b")

@@ -52,15 +52,17 @@ def test_planned_steps() -> None:
 
 def test_last_checkpoint_skips_and_removes_incomplete_ones(tmp_path: Path) -> None:
     assert _last_checkpoint(tmp_path / "none") is None
-    for step, complete in ((2, True), (4, True), (6, False)):
+    # 6: killed before the trainer state was written; 8: killed while writing it (torn JSON).
+    for step, state in ((2, "{}"), (4, '{"global_step": 4}'), (6, None), (8, '{"global_step": 8, "log_h')):
         folder = tmp_path / f"checkpoint-{step}"
         folder.mkdir()
         (folder / "adapter_model.safetensors").write_bytes(b"x")
-        if complete:
-            (folder / "trainer_state.json").write_text("{}")
+        if state is not None:
+            (folder / "trainer_state.json").write_text(state)
     (tmp_path / "checkpoint-x").mkdir()
     assert _last_checkpoint(tmp_path) == tmp_path / "checkpoint-4"
-    assert not (tmp_path / "checkpoint-6").exists()
+    assert not (tmp_path / "checkpoint-6").exists() and not (tmp_path / "checkpoint-8").exists()
+    assert (tmp_path / "checkpoint-2").exists() and (tmp_path / "checkpoint-x").exists()
 
 
 def test_train_result_round_trips() -> None:
@@ -98,3 +100,20 @@ def test_train_refuses_a_different_configuration_in_the_same_folder(tmp_path: Pa
         train([RECORD], base, tmp_path / "run", config=TrainConfig(max_steps=5))
     assert _fingerprint(TrainConfig(max_steps=3, threads=1), base, rows) == _fingerprint(
         TrainConfig(max_steps=3, threads=2), base, rows)
+
+
+def test_public_names_exist_and_importing_stays_light() -> None:
+    import subprocess
+    import sys
+
+    import tinyagent.finetune as finetune
+    import tinyagent.quant as quant
+
+    for module in (finetune, quant):
+        missing = [name for name in module.__all__ if not hasattr(module, name)]
+        assert not missing, f"{module.__name__}.__all__ names missing objects: {missing}"
+    code = ("import sys, tinyagent.finetune, tinyagent.quant; "
+            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'llama_cpp', 'datasets', 'gguf') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

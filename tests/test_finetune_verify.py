@@ -232,3 +232,34 @@ def test_plan_refs_survive_repair() -> None:
     fixed, repairs = Verifier(TOOLS).repair(plan)
     assert repairs == ("reordered_args",)
     assert fixed.calls[1].args == {"to": [Ref(1)], "subject": "x"}
+
+
+def test_grammar_checker_asks_llama_cpp(smollm2_path: Path) -> None:
+    from tinyagent._grammar import plan_grammar
+    from tinyagent.finetune._grammar_check import GrammarChecker
+
+    checker = GrammarChecker(smollm2_path)
+    try:
+        grammar = plan_grammar([get_email_address, send_email])
+        assert checker.problem(grammar, GOOD + "<END_OF_PLAN>") == ""
+        assert checker.problem(grammar, '1. get_email_address(name="Zoë Müller")\n2. join()\n<END_OF_PLAN>') == ""
+        # Arguments out of schema order, and a reference to a later step, are not in the grammar's language.
+        wrong_order = '1. send_email(subject="Hi", to=["a@b.c"])\n2. join()\n<END_OF_PLAN>'
+        assert "rejects" in checker.problem(grammar, wrong_order)
+        assert "rejects" in checker.problem(grammar, '1. send_email(to=[$1], subject="x")\n2. join()\n<END_OF_PLAN>')
+    finally:
+        checker.close()
+
+
+async def test_verifier_uses_the_grammar_of_the_offered_tools(smollm2_path: Path) -> None:
+    from tinyagent.finetune._grammar_check import GrammarChecker
+
+    checker = GrammarChecker(smollm2_path)
+    try:
+        verifier = Verifier(TOOLS, grammar_checker=checker)
+        assert (await verifier.verify(req(), GOOD)).ok
+        # The same plan is refused when its prompt did not offer send_email.
+        v = await verifier.verify(req(), GOOD, offered=[get_email_address])
+        assert v.reason == "grammar" and "rejects" in v.detail
+    finally:
+        checker.close()

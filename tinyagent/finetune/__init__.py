@@ -21,6 +21,7 @@ from __future__ import annotations
 from ._base_model import BaseModel, resolve_base
 from ._distill import DistillConfig, DistillResult, distill, distill_sync, training_record
 from ._dryrun import DATA_MISSES, ToolDryRun, builtin_dry_run
+from ._grammar_check import GrammarChecker
 from ._progress import ProgressCallback, ProgressEvent
 from ._synth import DEFAULT_MIX, KINDS, SynthRequest
 from ._train import TrainConfig, TrainResult, load_chat_records, train
@@ -34,6 +35,7 @@ __all__ = [
     "Deduper",
     "DistillConfig",
     "DistillResult",
+    "GrammarChecker",
     "ProgressCallback",
     "ProgressEvent",
     "SynthRequest",

@@ -39,6 +39,7 @@ from ..errors import ConfigurationError, EndpointError, ModelError, PlanError, P
 from ..models._base import Completion, Model, ModelRequest
 from ..models._scripted import ScriptedModel
 from ._files import atomic_write_json, read_json
+from ._grammar_check import GrammarChecker
 from ._jsonl import JsonlLog, write_jsonl
 from ._progress import ProgressCallback, ProgressEvent, emit
 from ._synth import (
@@ -208,6 +209,7 @@ async def distill(
     hint: str = "",
     student_examples: Sequence[Example] | None = None,
     agent_options: Mapping[str, Any] | None = None,
+    grammar_vocab: str | Path | None = None,
     resume: bool = True,
     progress: ProgressCallback | None = None,
 ) -> DistillResult:
@@ -229,6 +231,8 @@ async def distill(
         agent_options: keyword arguments for the teacher's :class:`~tinyagent.Agent` (``retriever``,
             ``max_examples``, ``examples`` …), so the teacher plans with the prompt the student will see; the
             training prompt then holds the retrieved tools only.
+        grammar_vocab: a GGUF whose vocabulary llama.cpp uses to check each plan against the plan grammar (only the
+            vocabulary is loaded); default: the teacher's GGUF for a local teacher, else no token-level check.
         resume: continue the run in ``out_dir``; False starts over (deleting its files).
         progress: receives :class:`ProgressEvent` updates (``requests`` and ``plans`` stages).
 
@@ -337,7 +341,10 @@ async def distill(
     for r in rejected_log.load():
         done_ids.add(str(r["id"]))
         stats.add(str(r.get("kind", "?")), None, str(r.get("reason", "?")))
-    verifier = Verifier(registry, grammar=cfg.grammar, dry_run=dry_run, check_dates=cfg.check_dates)
+    vocab = grammar_vocab or getattr(teacher, "path", None)
+    checker = GrammarChecker(vocab) if vocab is not None and str(vocab).endswith(".gguf") else None
+    verifier = Verifier(registry, grammar=cfg.grammar, dry_run=dry_run, check_dates=cfg.check_dates,
+                        grammar_checker=checker)
     by_query = {e.query: e for e in examples}
     todo = [r for r in requests if r.id not in done_ids]
     total = len(requests)
@@ -400,14 +407,15 @@ async def distill(
                 return
             text = recorder.text
             record["teacher_text"] = text
-            verdict = early or await verifier.verify(req, text)
+            verdict = early or await verifier.verify(req, text, offered)
             messages = list(recorder.request.messages) if recorder.request is not None else []
         finally:
             if borrowed:
                 pool.put_nowait((agent, recorder))
         if verdict.ok and verdict.plan is not None:
             if student_examples is not None or not messages:
-                messages = build_planner_messages(offered, req.query, req.today, student_examples or ())
+                messages = build_planner_messages(offered, req.query, req.today, student_examples or (),
+                                                  format_examples=True)
             record.update(training_record(messages, verdict.plan, offered))
             record.update(plan=verdict.plan.to_json(), repairs=list(verdict.repairs),
                           split="train" if example is not None else _split_of(req.id, cfg.valid_fraction))
@@ -418,9 +426,13 @@ async def distill(
                 record["plan"] = verdict.plan.to_json()
             await store(rejected_log, record, req.kind, verdict, None)
 
-    async with asyncio.TaskGroup() as group:
-        for req in todo:
-            group.create_task(one(req))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for req in todo:
+                group.create_task(one(req))
+    finally:
+        if checker is not None:
+            checker.close()
 
     # -- write the data set ------------------------------------------------------------------------------------
     kept_records = kept_log.load()

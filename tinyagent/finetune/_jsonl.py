@@ -90,8 +90,12 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     file = Path(path)
     if not file.is_file():
         raise TrainingError(f"{file} does not exist")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrainingError(f"{file} is not UTF-8 text ({exc}); give a JSONL file") from exc
     out = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

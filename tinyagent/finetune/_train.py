@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,10 +200,13 @@ def to_prompt_completion(record: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         ConfigurationError: the record does not end with an assistant message.
     """
-    messages = record.get("messages")
-    if not isinstance(messages, list) or len(messages) < 2 or messages[-1].get("role") != "assistant":
-        raise ConfigurationError(f"a training record must hold 'messages' ending with the assistant's plan, got "
-                                 f"{json.dumps(record)[:200]}")
+    messages = record.get("messages") if isinstance(record, Mapping) else None
+    if (not isinstance(messages, list) or len(messages) < 2
+            or not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                       for m in messages)
+            or messages[-1]["role"] != "assistant" or not messages[-1]["content"].strip()):
+        raise ConfigurationError(f"a training record must hold 'messages' ({{role, content}} objects) ending with the "
+                                 f"assistant's plan, got {json.dumps(record, default=str)[:200]}")
     prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages[:-1]]
     return {"prompt": prompt, "completion": [{"role": "assistant", "content": str(messages[-1]["content"])}]}
 
@@ -230,7 +234,11 @@ def quiet_libraries() -> Iterator[None]:
     tlog.disable_progress_bar()
     tlog.set_verbosity_error()
     try:
-        yield
+        with warnings.catch_warnings():
+            # peft and trl still read transformers 5's deprecated alias; nothing a caller can act on.
+            warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.* is deprecated",
+                                    category=FutureWarning)
+            yield
     finally:
         tlog.enable_progress_bar()
         tlog.set_verbosity(verbosity)
@@ -250,6 +258,17 @@ def _import_stack() -> tuple[Any, Any, Any, Any, Any]:
     return torch, transformers, peft, trl, datasets
 
 
+def _checkpoint_complete(folder: Path) -> bool:
+    """The trainer writes ``trainer_state.json`` last and not atomically: it must exist and parse."""
+    adapter, state = folder / "adapter_model.safetensors", folder / "trainer_state.json"
+    if not (adapter.is_file() and adapter.stat().st_size > 0 and state.is_file()):
+        return False
+    try:
+        return isinstance(json.loads(state.read_text(encoding="utf-8")), dict)
+    except (ValueError, OSError):
+        return False
+
+
 def _last_checkpoint(folder: Path) -> Path | None:
     """The newest checkpoint whose trainer state was fully written (a kill mid-save leaves an incomplete one)."""
     if not folder.is_dir():
@@ -257,7 +276,7 @@ def _last_checkpoint(folder: Path) -> Path | None:
     complete = []
     for child in folder.iterdir():
         if child.is_dir() and child.name.startswith("checkpoint-") and child.name[11:].isdigit():
-            if (child / "trainer_state.json").is_file() and (child / "adapter_model.safetensors").is_file():
+            if _checkpoint_complete(child):
                 complete.append((int(child.name[11:]), child))
             else:
                 log.warning("ignoring incomplete checkpoint %s (the run was killed while saving)", child)
@@ -295,6 +314,14 @@ def train(
         TrainingError: loading or training failed.
     """
     cfg = config or TrainConfig()
+    # Bad data fails fast, before the heavy imports and the base model.
+    train_records, folder_valid = load_chat_records(data)
+    valid_records = list(valid) if valid is not None else folder_valid
+    rows = [to_prompt_completion(r) for r in train_records]
+    valid_rows = [to_prompt_completion(r) for r in valid_records]
+    if not rows:
+        raise ConfigurationError("no training examples (the data set is empty); distill more data first")
+
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch, transformers, peft, trl, datasets = _import_stack()
     from ..models._llama import free_cores
@@ -310,13 +337,6 @@ def train(
     else:
         with quiet_libraries():
             model_base = resolve_base(base)
-
-    train_records, folder_valid = load_chat_records(data)
-    valid_records = list(valid) if valid is not None else folder_valid
-    rows = [to_prompt_completion(r) for r in train_records]
-    valid_rows = [to_prompt_completion(r) for r in valid_records]
-    if not rows:
-        raise ConfigurationError("no training examples; distill more data first")
 
     fingerprint = _fingerprint(cfg, model_base, rows)
     adapter_dir = out / "adapter"
@@ -354,6 +374,9 @@ def train(
             target_modules=list(cfg.target_modules) if isinstance(cfg.target_modules, tuple) else cfg.target_modules,
         )
         use_bf16 = bool(cuda and torch.cuda.is_bf16_supported())
+        # transformers 5.x renamed gradient_checkpointing (a FutureWarning, and trl defaults it to True).
+        known = {f.name for f in dataclasses.fields(trl.SFTConfig)}
+        checkpointing = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
         args = trl.SFTConfig(
             output_dir=str(checkpoints),
             max_steps=cfg.max_steps,
@@ -374,9 +397,9 @@ def train(
             bf16=use_bf16,
             disable_tqdm=True,
             dataloader_num_workers=0,
-            gradient_checkpointing=cfg.gradient_checkpointing,
             seed=cfg.seed,
             data_seed=cfg.seed,
+            **{checkpointing: cfg.gradient_checkpointing},
         )
         train_set = datasets.Dataset.from_list(rows)
         eval_set = datasets.Dataset.from_list(valid_rows) if valid_rows else None
@@ -387,6 +410,8 @@ def train(
                                      callbacks=[_callback(transformers, reporter)])
         except (ValueError, RuntimeError, TypeError) as exc:
             raise TrainingError(f"could not set up training: {exc}") from exc
+        # With tqdm off, transformers prints every log dict to stdout; the library reports through `progress`.
+        trainer.remove_callback(transformers.PrinterCallback)
         total_steps = _planned_steps(cfg, len(rows))
         last = _last_checkpoint(checkpoints)
         resumed_from = int(last.name[11:]) if last is not None else 0
@@ -474,7 +499,7 @@ def _load_model(torch: Any, transformers: Any, peft: Any, base: BaseModel, qlora
         kwargs["device_map"] = {"": 0} if cuda else {"": "cpu"}
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(str(base.hf_dir), **kwargs)
-    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+    except Exception as exc:  # noqa: BLE001 - corrupt weights raise library-specific errors (e.g. SafetensorError)
         raise TrainingError(f"could not load the base model from {base.hf_dir}: {exc}") from exc
     if qlora:
         model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=cfg.gradient_checkpointing)

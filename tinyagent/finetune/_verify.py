@@ -5,8 +5,10 @@ Checks, in order (the first failure names the drop reason):
 1. ``parse``: the teacher's text parses as a plan.
 2. ``dag``: steps reference only earlier, existing steps; no cycles.
 3. ``schema``: tools exist; arguments exist, required ones are present, static values fit the schema.
-4. ``grammar``: the canonical plan text re-parses to the same plan and fits the plan grammar's caps (steps, string
-   length, list length), so the student is never trained on text its grammar would forbid.
+4. ``grammar``: the canonical plan text re-parses to the same plan, fits the plan grammar's caps (steps, string
+   length, list length) and, when a :class:`GrammarChecker` is given, is accepted token by token by llama.cpp's
+   grammar engine under the plan grammar of the offered tools. The student is never trained on text its grammar
+   would forbid.
 5. ``kind``: a ``no_tool`` request got an empty plan, every other request a non-empty one.
 6. ``relative_date``: where the request names one relative date ("tomorrow", "next Friday", "in 3 days") and the
    plan passes ISO dates, one of them is that date.
@@ -27,12 +29,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._grammar import GrammarOptions
+from .._grammar import GrammarOptions, plan_grammar
 from .._plan import END_OF_PLAN, Call, Plan, find_refs
 from .._plan_parser import check_call, parse_plan
 from .._schema import SchemaValidationError, validate_value
 from .._tools import Tool
 from ..errors import PlanParseError, PlanValidationError
+from ._grammar_check import GrammarChecker
 from ._synth import SynthRequest
 
 __all__ = ["DryRun", "Deduper", "Verdict", "VerifyStats", "Verifier", "normalize_request"]
@@ -121,6 +124,8 @@ class Verifier:
         grammar: the caps of the student's plan grammar.
         dry_run: executes a plan on scratch data and reports failed steps; None skips the dry run.
         check_dates: run the relative-date check.
+        grammar_checker: checks the plan text against the generated GBNF with llama.cpp (None: structural checks
+            only).
     """
 
     def __init__(
@@ -130,23 +135,26 @@ class Verifier:
         grammar: GrammarOptions | None = None,
         dry_run: DryRun | None = None,
         check_dates: bool = True,
+        grammar_checker: GrammarChecker | None = None,
     ) -> None:
         self.tools = tools
         self.grammar = grammar or GrammarOptions()
         self.dry_run = dry_run
         self.check_dates = check_dates
+        self.grammar_checker = grammar_checker
 
-    async def verify(self, request: SynthRequest, text: str) -> Verdict:
-        """Verify the teacher's plan ``text`` for ``request``."""
+    async def verify(self, request: SynthRequest, text: str, offered: Sequence[Tool] | None = None) -> Verdict:
+        """Verify the teacher's plan ``text`` for ``request`` (``offered``: the tools its prompt and grammar had;
+        default: all)."""
         try:
             raw = parse_plan(text, self.tools, validate=False)
         except PlanParseError as exc:
             return Verdict(None, "parse", str(exc))
         if not _JOIN_LINE.search(text) and END_OF_PLAN not in text:
             return Verdict(raw, "parse", "the plan stops before its join() step (cut off by the token limit?)")
-        return await self.verify_plan(request, raw)
+        return await self.verify_plan(request, raw, offered)
 
-    async def verify_plan(self, request: SynthRequest, raw: Plan) -> Verdict:
+    async def verify_plan(self, request: SynthRequest, raw: Plan, offered: Sequence[Tool] | None = None) -> Verdict:
         """Verify an already parsed plan for ``request``."""
         try:
             _check_dag(raw)
@@ -160,7 +168,7 @@ class Verifier:
                 known.append(call.id)
         except PlanValidationError as exc:
             return Verdict(plan, "schema", str(exc), repairs)
-        problem = self._grammar_problem(plan)
+        problem = self._grammar_problem(plan, offered)
         if problem:
             return Verdict(plan, "grammar", problem, repairs)
         if request.kind == "no_tool" and plan.calls:
@@ -210,7 +218,7 @@ class Verifier:
             calls.append(Call(id=call.id, name=call.name, args=ordered))
         return Plan(calls=tuple(calls), answer=plan.answer), tuple(dict.fromkeys(repairs))
 
-    def _grammar_problem(self, plan: Plan) -> str:
+    def _grammar_problem(self, plan: Plan, offered: Sequence[Tool] | None) -> str:
         opts = self.grammar
         if len(plan.calls) > opts.max_steps:
             return f"{len(plan.calls)} steps; the plan grammar allows {opts.max_steps}"
@@ -228,6 +236,9 @@ class Verifier:
             return f"the canonical plan text does not re-parse: {exc}"
         if again.to_json() != plan.to_json():
             return "the canonical plan text does not round-trip"
+        if self.grammar_checker is not None:
+            tools = list(offered) if offered is not None else list(self.tools.values())
+            return self.grammar_checker.problem(plan_grammar(tools, options=opts), text)
         return ""
 
 

@@ -231,14 +231,16 @@ def run_planner(
         res["with"] = asyncio.run(plan_all(with_agent, cases))
         if max_full_tokens[reg_name] + 600 > n_ctx:
             res["without"] = {
-                "dag_success": 0.0,
+                "dag_success": None,
+                "fits_context": False,
                 "skipped": f"the full prompt ({max_full_tokens[reg_name]:.0f} "
                 f"tokens) does not fit the {n_ctx}-token context",
+                "n": len(cases),
             }
         else:
             without_agent = Agent(registry, model, retriever=None, examples=static_examples)
-            log.info("planner %s without retrieval on %d queries", reg_name, len(cases))
-            res["without"] = asyncio.run(plan_all(without_agent, cases))
+            log.info("planner %s without retrieval on the same %d queries", reg_name, len(cases))
+            res["without"] = {"fits_context": True, **asyncio.run(plan_all(without_agent, cases))}
         log.info("%s: %s", reg_name, res)
         out[reg_name] = res
     asyncio.run(model.aclose())
@@ -361,18 +363,27 @@ def main(argv: list[str] | None = None) -> int:
     }
     for reg_name in registries:
         results[reg_name]["meta"] = meta
-    if args.out.is_file() and args.skip_planner:  # keep planner numbers from an earlier full run
+    # Merge into an earlier file: a retrieval-only run keeps the planner numbers of an earlier planner run, and a
+    # planner run keeps whatever else the file holds (other registries, keys this run did not produce).
+    if args.out.is_file():
         old = json.loads(args.out.read_text())
-        for reg_name in registries:
-            for key in (
-                "dag_success_with",
-                "dag_success_without",
-                "planner_latency_s_with",
-                "planner_latency_s_without",
-                "planner",
-            ):
-                if key in old.get(reg_name, {}) and results[reg_name].get(key) is None:
-                    results[reg_name][key] = old[reg_name][key]
+        planner_keys = (
+            "dag_success_with",
+            "dag_success_without",
+            "planner_latency_s_with",
+            "planner_latency_s_without",
+            "planner",
+        )
+        for reg_name, old_entry in old.items():
+            if reg_name not in results:
+                results[reg_name] = old_entry
+                continue
+            for key, value in old_entry.items():
+                keep_old = key not in results[reg_name] or (
+                    args.skip_planner and key in planner_keys and results[reg_name].get(key) is None
+                )
+                if keep_old:
+                    results[reg_name][key] = value
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     log.info("wrote %s", args.out)

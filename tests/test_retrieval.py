@@ -196,6 +196,17 @@ def test_example_selection_prefers_similar_examples_and_adds_an_empty_plan_when_
     assert not selector.looks_conversational(sims)
 
 
+def test_nearest_tools_are_those_of_the_most_similar_examples_in_order() -> None:
+    selector = ExampleSelector(examples())
+    sims = selector.similarities(selector.query_vector("text Bob that I'm running late"))
+    assert selector.nearest_tools(sims, 1) == ["get_phone_number", "send_message"]
+    two = selector.nearest_tools(sims, 2)
+    assert two[:2] == ["get_phone_number", "send_message"] and len(two) == len(set(two))
+    assert selector.nearest_tools(sims, 0) == []
+    everything = selector.nearest_tools(sims, 100)
+    assert set(everything) == set().union(*(e.tool_names for e in examples()))
+
+
 def test_no_match_is_uncertain_and_widens() -> None:
     retriever = BM25Retriever(k=2, wide_k=6)
     retriever.fit(small_registry(), examples())

@@ -15,11 +15,12 @@ from .._tools import ToolRegistry
 from ..errors import ConfigurationError, ModelError, ModelIntegrityError
 from ._deps import require
 from ._embedding import Embedder, load_embedder
-from ._examples import DependencyGraph
+from ._examples import DependencyGraph, ExampleSelector
 from ._scoring import ScoringRetriever
-from ._text import hashed_features
+from ._text import hashed_features, tool_document
+from ._zeroshot import ZeroShotScorer
 
-__all__ = ["ClassifierModel", "ClassifierRetriever", "Thresholds", "featurize"]
+__all__ = ["ClassifierModel", "ClassifierRetriever", "Thresholds", "add_example_tools", "featurize"]
 
 log = logging.getLogger("tinyagent.retrieval")
 
@@ -29,18 +30,25 @@ META_FILE = "classifier.json"
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The calibrated decision rule: offer the ``top_k`` most probable tools and every tool at ``offer`` or above;
-    a tool left out but at ``wide`` or above makes the retrieval uncertain, and then it is offered too.
+    """The calibrated decision rule: offer the ``top_k`` most probable tools, every tool at ``offer`` or above, the
+    ``zero_shot_k`` tools whose own text matches the request best (:class:`ZeroShotScorer`, which covers tools the
+    training data rarely shows) and every tool called by the ``example_k`` most similar examples of the few-shot
+    pool (a plan that copies an example can call its tools); a tool left out but at ``wide`` or above makes the
+    retrieval uncertain, and then it is offered too.
 
     Attributes:
         offer: probability at or above which a tool is offered.
         wide: probability at or above which a left-out tool counts as borderline (``wide <= offer``).
         top_k: how many of the most probable tools are always offered.
+        zero_shot_k: how many of the best zero-shot matches are always offered.
+        example_k: how many of the most similar pool examples bring their tools.
     """
 
     offer: float
     wide: float
     top_k: int = 1
+    zero_shot_k: int = 0
+    example_k: int = 0
 
 
 def featurize(texts: Sequence[str], embedder: Embedder | None, hash_dim: int) -> dict[str, Any]:
@@ -115,7 +123,13 @@ class ClassifierModel:
         thr = meta["thresholds"]
         return cls(
             tools=tuple(meta["tools"]),
-            thresholds=Thresholds(offer=float(thr["offer"]), wide=float(thr["wide"]), top_k=int(thr.get("top_k", 1))),
+            thresholds=Thresholds(
+                offer=float(thr["offer"]),
+                wide=float(thr["wide"]),
+                top_k=int(thr.get("top_k", 1)),
+                zero_shot_k=int(thr.get("zero_shot_k", 0)),
+                example_k=int(thr.get("example_k", 0)),
+            ),
             hash_dim=int(meta["features"]["hash_dim"]),
             uses_embedding=bool(meta["features"]["embedding"]),
             embedder_name=str(meta["features"].get("embedder", "")),
@@ -185,11 +199,16 @@ class ClassifierRetriever(ScoringRetriever):
         self.embedder: Embedder | None = load_embedder(embedder) if self.model.uses_embedding else None
         self._np = require("numpy")
         self._columns: Any = None
+        self._zero_shot: ZeroShotScorer | None = None
 
     def _index(self, registry: ToolRegistry, documents: list[str]) -> None:
         np = self._np
         position = {name: i for i, name in enumerate(self.model.tools)}
         self._columns = np.array([position.get(n, -1) for n in self._names], dtype=np.int64)
+        known = [n for n in self._names if n in position]
+        self._zero_shot = None
+        if self.model.thresholds.zero_shot_k > 0 and known:
+            self._zero_shot = zero_shot_scorer(registry, known, self.embedder)
         unknown = [n for n in self._names if n not in position]
         if unknown:
             log.warning(
@@ -230,17 +249,51 @@ class ClassifierRetriever(ScoringRetriever):
     def _normalized(self, raw: Any) -> Any:
         return raw
 
-    def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
-        return choose_by_threshold(raw, self._names, self.model.thresholds)
+    def _choose(self, raw: Any, sims: Any, query: str = "", vector: Any = None) -> tuple[list[str], bool]:
+        np = self._np
+        if self._zero_shot is None:
+            tools, unsure = choose_by_threshold(raw, self._names, self.model.thresholds)
+        else:
+            known = np.flatnonzero(self._columns >= 0)
+            names = [self._names[int(i)] for i in known]
+            zero_shot = self._zero_shot.scores(query, vector)
+            tools, unsure = choose_by_threshold(raw[known], names, self.model.thresholds, zero_shot)
+        return add_example_tools(tools, self._selector, sims, self.model.thresholds.example_k), unsure
 
 
-def choose_by_threshold(probs: Any, names: Sequence[str], thresholds: Thresholds) -> tuple[list[str], bool]:
-    """Apply :class:`Thresholds` to ``probs`` (one per name); returns the tools (best first) and whether the
-    retrieval was uncertain (a borderline tool was added). At least one tool is always offered."""
+def choose_by_threshold(
+    probs: Any, names: Sequence[str], thresholds: Thresholds, zero_shot: Any = None
+) -> tuple[list[str], bool]:
+    """Apply :class:`Thresholds` to ``probs`` (one per name) and ``zero_shot`` scores (the same shape, or None);
+    returns the tools (by probability, then the zero-shot additions) and whether the retrieval was uncertain (a
+    borderline tool was added). At least one tool is always offered."""
     np = require("numpy")
     order = np.argsort(-probs, kind="stable")
     sure = probs >= thresholds.offer
     sure[order[: max(1, thresholds.top_k)]] = True
     borderline = ~sure & (probs >= thresholds.wide)
     chosen = [int(i) for i in order if sure[i] or borderline[i]]
+    if zero_shot is not None and thresholds.zero_shot_k > 0:
+        taken = set(chosen)
+        best = np.argsort(-zero_shot, kind="stable")[: thresholds.zero_shot_k]
+        chosen.extend(int(i) for i in best if int(i) not in taken)
     return [names[i] for i in chosen], bool(borderline.any())
+
+
+def add_example_tools(tools: list[str], selector: ExampleSelector | None, sims: Any, example_k: int) -> list[str]:
+    """``tools`` followed by the tools of the ``example_k`` pool examples most similar to the request (see
+    :attr:`Thresholds.example_k`), each once."""
+    if selector is None or example_k <= 0:
+        return tools
+    return list(dict.fromkeys([*tools, *selector.nearest_tools(sims, example_k)]))
+
+
+def zero_shot_scorer(
+    registry: ToolRegistry, names: Sequence[str], embedder: Embedder | None, docs: Any = None
+) -> ZeroShotScorer:
+    """The :class:`ZeroShotScorer` over ``names`` (the classifier's tools present in ``registry``); ``docs`` are
+    their document embeddings when already computed."""
+    texts = [tool_document(registry[n]) for n in names]
+    if docs is None and embedder is not None:
+        docs = embedder.embed(texts)
+    return ZeroShotScorer(texts, docs)

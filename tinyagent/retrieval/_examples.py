@@ -146,6 +146,27 @@ class ExampleSelector:
             return np.zeros(0, dtype=np.float32)
         return self._vectors @ query_vector
 
+    def nearest_tools(self, sims: Any, m: int) -> list[str]:
+        """The tools called by the ``m`` most similar examples (empty-plan ones included, bringing none), most similar
+        example first, each tool once.
+
+        Args:
+            sims: similarities from :meth:`similarities`.
+            m: how many examples.
+        """
+        import numpy as np
+
+        if m <= 0 or not self.examples:
+            return []
+        n = min(m, len(self.examples))
+        top = np.argpartition(-sims, n - 1)[:n] if n < len(self.examples) else np.arange(n)
+        top = top[np.argsort(-sims[top], kind="stable")]
+        out: dict[str, None] = {}
+        for i in top:
+            for name in sorted(self._tool_sets[int(i)]):
+                out[name] = None
+        return list(out)
+
     def looks_conversational(self, sims: Any) -> bool:
         """True when the most similar example in the pool needs no tool (its plan is empty)."""
         if len(self.examples) == 0:

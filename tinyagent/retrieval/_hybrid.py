@@ -11,11 +11,18 @@ from .._plan import Example
 from .._tools import ToolRegistry
 from ..errors import ConfigurationError
 from ._bm25 import BM25Index
-from ._classifier import ClassifierModel, choose_by_threshold, load_classifier
+from ._classifier import (
+    ClassifierModel,
+    add_example_tools,
+    choose_by_threshold,
+    load_classifier,
+    zero_shot_scorer,
+)
 from ._deps import require
 from ._embedding import Embedder, load_embedder
 from ._scoring import ScoringRetriever
 from ._text import hashed_features
+from ._zeroshot import ZeroShotScorer
 
 __all__ = ["HybridRetriever", "default_retriever"]
 
@@ -25,7 +32,8 @@ log = logging.getLogger("tinyagent.retrieval")
 class HybridRetriever(ScoringRetriever):
     """Combines every signal available, so it works from 10 tools to 1,000, with or without training data.
 
-    * Tools a trained classifier knows are offered by its calibrated threshold (see :class:`ClassifierRetriever`).
+    * Tools a trained classifier knows are offered by its calibrated rule (see :class:`Thresholds`): its threshold,
+      the best zero-shot matches and the tools of the most similar few-shot examples.
     * Every other tool is ranked by a fused score: BM25 on its document, cosine similarity of embeddings, and a
       vote of the most similar few-shot examples that use it. Without a classifier the ``k`` best are offered; with
       one, the ``extra_k`` best of the tools it does not know are added (tools registered after training).
@@ -87,6 +95,7 @@ class HybridRetriever(ScoringRetriever):
         self._known: Any = None
         self._columns: Any = None
         self._example_tools: Any = None
+        self._zero_shot: ZeroShotScorer | None = None
 
     # -- indexing ---------------------------------------------------------------------------------------------
     def _index(self, registry: ToolRegistry, documents: list[str]) -> None:
@@ -99,6 +108,11 @@ class HybridRetriever(ScoringRetriever):
         else:
             self._columns = np.full(len(self._names), -1, dtype=np.int64)
         self._known = self._columns >= 0
+        self._zero_shot = None
+        if self.model is not None and self.model.thresholds.zero_shot_k > 0 and self._known.any():
+            known = np.flatnonzero(self._known)
+            docs = self._docs[known] if self._docs is not None and self.model.uses_embedding else None
+            self._zero_shot = zero_shot_scorer(registry, [self._names[int(i)] for i in known], None, docs)
         log.debug("hybrid retriever: %d of %d tools known to the classifier", int(self._known.sum()), len(self._names))
 
     def fit(self, registry: ToolRegistry, examples: Sequence[Example] = ()) -> None:
@@ -182,13 +196,15 @@ class HybridRetriever(ScoringRetriever):
         lexical = fused / top if top > 0 else fused
         return self._np.maximum(self._score(hint, vector), lexical)
 
-    def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
+    def _choose(self, raw: Any, sims: Any, query: str = "", vector: Any = None) -> tuple[list[str], bool]:
         np = self._np
         if self.model is None or not self._known.any():
-            return super()._choose(raw, sims)
+            return super()._choose(raw, sims, query, vector)
         known = np.flatnonzero(self._known)
         names = [self._names[int(i)] for i in known]
-        tools, unsure = choose_by_threshold(raw[known], names, self.model.thresholds)
+        zero_shot = self._zero_shot.scores(query, vector) if self._zero_shot is not None else None
+        tools, unsure = choose_by_threshold(raw[known], names, self.model.thresholds, zero_shot)
+        tools = add_example_tools(tools, self._selector, sims, self.model.thresholds.example_k)
         unknown = np.flatnonzero(~self._known)
         if unknown.size and self.extra_k > 0:
             n = self.extra_k * (2 if unsure else 1)

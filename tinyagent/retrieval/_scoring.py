@@ -99,8 +99,9 @@ class ScoringRetriever(abc.ABC):
         """How well each tool matches a replan's hint, on 0..1."""
         return self._normalized(self._score(hint, self._encode(hint)))
 
-    def _choose(self, raw: Any, sims: Any) -> tuple[list[str], bool]:
-        """The tools to offer (best first) and whether the retriever was unsure."""
+    def _choose(self, raw: Any, sims: Any, query: str = "", vector: Any = None) -> tuple[list[str], bool]:
+        """The tools to offer (best first) and whether the retriever was unsure (``query`` and its ``vector`` from
+        :meth:`_encode` are there for rules that score the request again)."""
         np = require("numpy")
         order = np.argsort(-raw, kind="stable")
         k = min(self.k, len(order))
@@ -144,7 +145,7 @@ class ScoringRetriever(abc.ABC):
         vector = self._encode(query)
         sims = selector.similarities(vector if vector is not None else selector.query_vector(query))
         raw = self._score(query, vector, sims)
-        tools, unsure = self._choose(raw, sims)
+        tools, unsure = self._choose(raw, sims, query, vector)
         return self._finish(tools, unsure, raw, sims, selector)
 
     def widen(self, query: str, previous: Retrieval, hint: str = "") -> Retrieval:

@@ -36,13 +36,23 @@ from typing import Any
 from .._plan import Call, Plan
 from .._tools import Tool, ToolRegistry
 from ..errors import ConfigurationError, TinyAgentError, TrainingError
-from ._classifier import META_FILE, MODEL_FILE, ClassifierModel, Thresholds, featurize
+from ._classifier import META_FILE, MODEL_FILE, ClassifierModel, Thresholds, featurize, zero_shot_scorer
 from ._deps import require
 from ._embedding import Embedder, OnnxEmbedder
+from ._examples import _HASH_DIM as EXAMPLE_HASH_DIM
 from ._examples import DependencyGraph
-from ._text import HASH_DIM, tool_document, words
+from ._text import HASH_DIM, hashed_features, tool_document, words
 
-__all__ = ["TrainConfig", "TrainingRow", "calibrate_thresholds", "load_rows", "load_tools", "main", "train_classifier"]
+__all__ = [
+    "TrainConfig",
+    "TrainingRow",
+    "calibrate_thresholds",
+    "load_rows",
+    "load_tools",
+    "main",
+    "neighbour_tools",
+    "train_classifier",
+]
 
 log = logging.getLogger("tinyagent.retrieval")
 _EXTRA = "retrieval-train"
@@ -77,6 +87,7 @@ class TrainConfig:
         doc_weight: the weight of the rows made from each tool's own name, description and document.
         pos_weight: the weight of a positive label in the loss (tools are rare labels; >1 lifts their recall).
         max_uncertain_rate: the ``wide`` threshold is set so at most this share of held-out requests is uncertain.
+        example_ks: the numbers of most similar examples whose tools the rule may add (0 turns that off).
         seed: random seed.
         threads: torch threads.
     """
@@ -94,6 +105,7 @@ class TrainConfig:
     doc_weight: float = 1.0
     pos_weight: float = 3.0
     max_uncertain_rate: float = 0.15
+    example_ks: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
     seed: int = 0
     threads: int = 2
 
@@ -184,12 +196,50 @@ def _recall(offered: Any, labels: Any) -> float:
     return float(np.mean((offered[has] & gold).sum(axis=1) / gold.sum(axis=1)))
 
 
-def _offered(probs: Any, offer: float, top_k: int) -> Any:
+def _offered(
+    probs: Any,
+    offer: float,
+    top_k: int,
+    zero_shot: Any = None,
+    zero_shot_k: int = 0,
+    neighbours: Any = None,
+    example_k: int = 0,
+) -> Any:
     np = require("numpy")
     out = probs >= offer
     top = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
     np.put_along_axis(out, top, True, axis=1)
+    if zero_shot is not None and zero_shot_k > 0:
+        np.put_along_axis(out, np.argsort(-zero_shot, axis=1, kind="stable")[:, :zero_shot_k], True, axis=1)
+    if neighbours is not None and example_k > 0:
+        out |= neighbours[:, :example_k].any(axis=1)
     return out
+
+
+def neighbour_tools(vectors: Any, queries: Sequence[str], labels: Any, depth: int) -> Any:
+    """Leave-one-out example tools: for each row, the tools of its ``depth`` most similar *other* rows, in order.
+
+    This is what :class:`ExampleSelector` does at retrieval time with the training rows as the few-shot pool, for a
+    request that is not in the pool (rows with the same query text are left out too).
+
+    Args:
+        vectors: L2-normalised row vectors, shape ``(n, d)`` (the embeddings, or hashed words).
+        queries: the rows' texts.
+        labels: 0/1 tool labels, shape ``(n, tools)``.
+        depth: how many neighbours to keep.
+
+    Returns:
+        A boolean array of shape ``(n, depth, tools)``.
+    """
+    np = require("numpy")
+    n = len(queries)
+    depth = max(0, min(depth, n - 1))
+    sims = np.asarray(vectors, dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T
+    text = np.array(queries, dtype=object)
+    sims[text[:, None] == text[None, :]] = -np.inf  # itself and verbatim duplicates
+    order = np.argsort(-sims, axis=1, kind="stable")[:, :depth]
+    valid = np.take_along_axis(sims, order, axis=1) > -np.inf
+    return (labels[order] > 0) & valid[:, :, None]
 
 
 def calibrate_thresholds(
@@ -199,12 +249,17 @@ def calibrate_thresholds(
     needs: Any = None,
     max_uncertain_rate: float = 0.15,
     top_ks: Sequence[int] = (1, 2, 3),
+    zero_shot: Any = None,
+    zero_shot_ks: Sequence[int] = (0, 1, 2, 3),
+    neighbours: Any = None,
+    example_ks: Sequence[int] = (0, 1, 2, 3, 4, 5),
 ) -> Thresholds:
     """Choose the decision rule on held-out probabilities.
 
-    For each ``top_k``, the largest ``offer`` threshold whose mean recall (over rows that need a tool, after
-    dependency expansion) reaches ``target_recall``; the ``top_k`` that offers the fewest tools wins. Then ``wide``
-    is the lowest threshold at which at most ``max_uncertain_rate`` of the rows have a borderline tool.
+    For each ``top_k`` (and ``zero_shot_k`` when ``zero_shot`` scores are given, and ``example_k`` when
+    ``neighbours`` are), the largest ``offer`` threshold whose mean recall (over rows that need a tool, after
+    dependency expansion) reaches ``target_recall``; the combination that offers the fewest tools wins. Then
+    ``wide`` is the lowest threshold at which at most ``max_uncertain_rate`` of the rows have a borderline tool.
 
     Args:
         probs: held-out probabilities, shape ``(n, tools)``.
@@ -213,29 +268,39 @@ def calibrate_thresholds(
         needs: a ``(tools, tools)`` 0/1 matrix of dependencies (row tool needs column tool), or None.
         max_uncertain_rate: the share of rows allowed to be uncertain.
         top_ks: the ``top_k`` values to try.
+        zero_shot: :class:`ZeroShotScorer` scores of the same rows, shape ``(n, tools)``, or None.
+        zero_shot_ks: the ``zero_shot_k`` values to try (only 0 without ``zero_shot``).
+        neighbours: held-out example tools from :func:`neighbour_tools`, shape ``(n, depth, tools)``, or None.
+        example_ks: the ``example_k`` values to try (only 0 without ``neighbours``; at most ``depth``).
     """
     np = require("numpy")
     deps = needs if needs is not None else np.zeros((probs.shape[1], probs.shape[1]), dtype=np.float32)
     candidates = sorted({float(p) for p in probs[labels > 0]} | {0.5}, reverse=True)
     candidates = [c for c in candidates if c <= 0.5] + [0.0]
-    best: tuple[float, int, float] | None = None  # (mean tools, top_k, offer)
+    zks = [z for z in zero_shot_ks if z >= 0] if zero_shot is not None else [0]
+    depth = neighbours.shape[1] if neighbours is not None else 0
+    eks = [e for e in example_ks if 0 <= e <= depth] if neighbours is not None else [0]
+    best: tuple[float, int, int, int, float] | None = None  # (mean tools, top_k, zero_shot_k, example_k, offer)
     for top_k in top_ks:
-        for c in candidates:  # descending: the first that reaches the target offers the fewest tools
-            offered = _expand(_offered(probs, c, top_k), deps)
-            if _recall(offered, labels) >= target_recall:
-                size = float(offered.sum(axis=1).mean())
-                if best is None or size < best[0] - 1e-9:
-                    best = (size, top_k, c)
-                break
-    _, top_k, offer = best if best is not None else (0.0, max(top_ks), 0.0)
-    sure = _offered(probs, offer, top_k)
+        for zk in zks or [0]:
+            for ek in eks or [0]:
+                for c in candidates:  # descending: the first that reaches the target offers the fewest tools
+                    offered = _expand(_offered(probs, c, top_k, zero_shot, zk, neighbours, ek), deps)
+                    if _recall(offered, labels) >= target_recall:
+                        size = float(offered.sum(axis=1).mean())
+                        if best is None or size < best[0] - 1e-9:
+                            best = (size, top_k, zk, ek, c)
+                        break
+    fallback = (0.0, max(top_ks), max(zks or [0]), max(eks or [0]), 0.0)
+    _, top_k, zk, ek, offer = best if best is not None else fallback
+    sure = _offered(probs, offer, top_k, zero_shot, zk, neighbours, ek)
     left = np.where(sure, -1.0, probs).max(axis=1)  # the most probable tool left out, per row
     wide = float(np.quantile(left, 1.0 - max_uncertain_rate)) if len(left) else offer
     wide = min(max(wide, 0.0), offer)
     # Land just below the deciding probability, so float noise between torch and onnxruntime cannot flip a tool.
     offer = _just_below(offer)
     wide = min(_just_below(wide), offer)
-    return Thresholds(offer=offer, wide=wide, top_k=top_k)
+    return Thresholds(offer=offer, wide=wide, top_k=top_k, zero_shot_k=zk, example_k=ek)
 
 
 def _just_below(value: float) -> float:
@@ -403,22 +468,38 @@ def train_classifier(
     for a, bs in graph.needs.items():
         for b in bs:
             needs[column[a], column[b]] = 1.0
-    thresholds = calibrate_thresholds(oof, labels, cfg.target_recall, needs, cfg.max_uncertain_rate)
-    metrics = _oof_metrics(oof, labels, thresholds, needs)
-    log.info(
-        "calibrated offer=%.4f wide=%.4f top_k=%d; held-out %s",
-        thresholds.offer,
-        thresholds.wide,
-        thresholds.top_k,
-        metrics,
+    # The rule also takes the best zero-shot matches (tool text vs request, no training): computed as retrieval will.
+    scorer = zero_shot_scorer(registry, names, embedder if cfg.use_embedding else None)
+    zero_shot = np.stack([scorer.scores(q, x_emb[i] if cfg.use_embedding else None) for i, q in enumerate(queries)])
+    # And the tools of the most similar few-shot examples, with the training rows as the pool (as the agent uses
+    # them), each row compared with the others only; similarity as the ExampleSelector computes it.
+    vectors = x_emb[: len(usable)] if cfg.use_embedding else hashed_features(queries, EXAMPLE_HASH_DIM)
+    neighbours = neighbour_tools(vectors, queries, labels, max(cfg.example_ks, default=0))
+    thresholds = calibrate_thresholds(
+        oof,
+        labels,
+        cfg.target_recall,
+        needs,
+        cfg.max_uncertain_rate,
+        zero_shot=zero_shot,
+        neighbours=neighbours,
+        example_ks=cfg.example_ks,
     )
+    metrics = _oof_metrics(oof, labels, thresholds, needs, zero_shot, neighbours)
+    log.info("calibrated %s; held-out %s", thresholds, metrics)
     report("export", 0, 1)
     _export(torch, final, x_emb[:4], x_words[:4], out)
     digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
     meta = {
         "format": 1,
         "tools": names,
-        "thresholds": {"offer": thresholds.offer, "wide": thresholds.wide, "top_k": thresholds.top_k},
+        "thresholds": {
+            "offer": thresholds.offer,
+            "wide": thresholds.wide,
+            "top_k": thresholds.top_k,
+            "zero_shot_k": thresholds.zero_shot_k,
+            "example_k": thresholds.example_k,
+        },
         "features": {
             "embedding": cfg.use_embedding,
             "embedder": getattr(embedder, "name", "") if cfg.use_embedding else "",
@@ -448,8 +529,11 @@ def train_classifier(
     return loaded
 
 
-def _oof_metrics(probs: Any, labels: Any, thresholds: Thresholds, needs: Any) -> dict[str, float]:
-    sure = _offered(probs, thresholds.offer, thresholds.top_k)
+def _oof_metrics(
+    probs: Any, labels: Any, thresholds: Thresholds, needs: Any, zero_shot: Any = None, neighbours: Any = None
+) -> dict[str, float]:
+    t = thresholds
+    sure = _offered(probs, t.offer, t.top_k, zero_shot, t.zero_shot_k, neighbours, t.example_k)
     borderline = ~sure & (probs >= thresholds.wide)
     offered = _expand(sure | borderline, needs)
     has = labels.sum(axis=1) > 0
@@ -542,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(
         f"trained on {len(rows)} rows for {len(model.tools)} tools in {time.perf_counter() - start:.1f} s; "
         f"thresholds offer={model.thresholds.offer:.4f} wide={model.thresholds.wide:.4f} "
-        f"top_k={model.thresholds.top_k}"
+        f"top_k={model.thresholds.top_k} zero_shot_k={model.thresholds.zero_shot_k} "
+        f"example_k={model.thresholds.example_k}"
     )
     console.print({k: v for k, v in model.metrics.items()})
     console.print(f"wrote {args.out / MODEL_FILE} and {args.out / META_FILE}")

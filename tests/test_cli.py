@@ -337,3 +337,37 @@ def test_max_replans_reaches_the_agent(script: Path) -> None:
     data = json.loads(out)
     assert data["replans"] == 0
     assert "get_weather" in data["notes"][0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"),
+                    reason="llama-cpp-python or the qwen2.5-coder-1.5b model packages are not installed")
+def test_the_readme_command_on_the_default_model_writes_a_real_eml_and_vevent(tmp_path: Path) -> None:
+    """The README's main job, end to end: the default 1.5B plans over the built-in tools and the demo data."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", "TINYAGENT_DATA_DIR": str(tmp_path)}
+    init = subprocess.run([sys.executable, "-m", "tinyagent.apps.cli", "demo", "init"], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, env=env)
+    assert init.returncode == 0, init.stderr[-2000:]
+    from icalendar import Calendar
+
+    ics = tmp_path / "calendar" / "calendar.ics"
+    before = {str(e["uid"]) for e in Calendar.from_ical(ics.read_bytes()).walk("VEVENT")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tinyagent.apps.cli", "--yes", "--today", "2026-11-30", "--threads", "2", "run",
+         "Email Sid the notes from today's standup and put a 30 minute follow-up on my calendar for tomorrow at 10"],
+        capture_output=True, text=True, timeout=900, cwd=ROOT, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import email
+    from email import policy
+
+    sent = list((tmp_path / "mail" / "outbox").glob("*.eml"))
+    assert len(sent) == 1, proc.stdout
+    message = email.message_from_bytes(sent[0].read_bytes(), policy=policy.default)
+    assert message["To"] == "sid@example.com"
+    assert "Standup" in message.get_content()  # the body carries the standup note
+    new = [e for e in Calendar.from_ical(ics.read_bytes()).walk("VEVENT") if str(e["uid"]) not in before]
+    assert len(new) == 1, proc.stdout
+    start = new[0].decoded("dtstart")
+    assert (start.date().isoformat(), start.hour, start.minute) == ("2026-12-01", 10, 0)
+    assert (new[0].decoded("dtend") - new[0].decoded("dtstart")).total_seconds() == 30 * 60

@@ -96,7 +96,7 @@ def _generic_examples() -> tuple[Example, ...]:
            "args": {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}}]),
         ("Look up Dana Lee's email address and send her the Q3 report.",
          [{"id": 1, "name": "find_contact", "args": {"name": "Dana Lee"}},
-          {"id": 2, "name": "send_file", "args": {"to": "$1", "path": "Q3 report.pdf"}}]),
+          {"id": 2, "name": "send_file", "args": {"to": ["$1"], "path": "Q3 report.pdf"}}]),
         ("Hello! How are you today?", []),
     )
     return tuple(Example(q, Plan.from_json(calls), day) for q, calls in plans)

@@ -132,7 +132,8 @@ def main() -> None:
             path.write_text(json.dumps(out, indent=2, default=str))
     for name, r in out["models"].items():
         print(f"{name}: dag {r['dag_success']:.3f} strict {r['strict_success']:.3f} "
-              f"p50 {r['latency_s_p50']:.2f}s p95 {r['latency_s_p95']:.2f}s prompt {r['prompt_tokens_mean']:.0f} tok")
+              f"p50 {r['latency_s_p50']:.2f}s p95 {r['latency_s_p95']:.2f}s "
+              f"prompt {r.get('prompt_tokens_mean', 0):.0f} tok")
 
 
 def machine() -> dict[str, Any]:

@@ -5,13 +5,26 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+from dataclasses import replace
 
 import pytest
 
-from tinyagent import Agent, AnswerEvent, Call, Example, Plan, Ref, StepPlanned, ToolFinished, ToolStarted, tool
+from tinyagent import (
+    Agent,
+    AgentSettings,
+    AnswerEvent,
+    Call,
+    Example,
+    Plan,
+    Ref,
+    StepPlanned,
+    ToolFinished,
+    ToolStarted,
+    tool,
+)
 from tinyagent._executor import Executor
 from tinyagent.errors import PlanValidationError, UserError
-from tinyagent.models import ModelRequest, ScriptedModel
+from tinyagent.models import ModelRequest, Preference, ScriptedModel
 
 CALLS: list[tuple[str, float]] = []
 
@@ -239,6 +252,32 @@ async def test_real_model_plan_only_is_valid_under_grammar(qwen05_model) -> None
     res = await agent.plan("Look up Ann's and Bo's email addresses")
     assert res.plan.calls and all(c.name in {"get_email_address", "send_email"} for c in res.plan)
     assert res.elapsed_s > 0 and res.prompt_tokens > 50
+
+
+@pytest.mark.slow
+async def test_a_preference_floor_is_measured_and_taken_only_at_or_above_it(qwen05_model) -> None:  # type: ignore[no-untyped-def]
+    messages = [{"role": "user", "content": "Name one fruit."}]
+    plain = await qwen05_model.complete(ModelRequest(messages, max_tokens=4))
+    measure = Preference("fruit", r"\A\Z", "Zebra", min_prob=2.0)
+    measured = await qwen05_model.complete(ModelRequest(messages, max_tokens=4, prefer=[measure]))
+    assert measured.text == plain.text  # measuring changes nothing
+    [(name, prob, taken)] = measured.preference_probs
+    assert name == "fruit" and 0.0 <= prob < 0.5 and not taken
+    forced = await qwen05_model.complete(ModelRequest(messages, max_tokens=4, prefer=[replace(measure, min_prob=0.0)]))
+    assert forced.text.startswith("Z") and forced.preference_probs[0][2] is True
+
+
+@pytest.mark.slow
+async def test_no_tool_floor_turns_a_tool_call_into_a_direct_answer(qwen05_model) -> None:  # type: ignore[no-untyped-def]
+    query = "Look up Ann's email address"
+    agent = Agent([get_email_address, send_email], model=qwen05_model)
+    res = await agent.plan(query)
+    assert res.plan.calls and res.no_tool_prob is not None and 0.0 <= res.no_tool_prob < 1.0
+    assert len(res.stop_probs) >= len(res.plan.calls)  # measured at every later step
+    floor = Agent([get_email_address, send_email], model=qwen05_model,
+                  settings=AgentSettings(no_tool_threshold=res.no_tool_prob / 2))
+    gated = await floor.plan(query)
+    assert not gated.plan.calls and gated.text.startswith("1. join()")
 
 
 async def test_refused_confirmation_ends_without_replanning() -> None:

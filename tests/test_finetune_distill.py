@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from _helpers_models import kill_when
 
 from tinyagent._plan import Call, Example, Plan
 from tinyagent._prompts import build_planner_messages
@@ -223,24 +221,8 @@ def test_a_killed_distillation_resumes_without_loss_or_duplicates(tmp_path: Path
     out = tmp_path / "run"
     script = tmp_path / "distill_helper.py"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
-    proc = subprocess.Popen([sys.executable, str(script), str(out), "24", "0.02"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            done = len(lines(out / "kept.jsonl")) + len(lines(out / "rejected.jsonl"))
-            if done >= 4 or proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, f"the run finished before it could be killed: {proc.stderr.read()!r}"  # type: ignore[union-attr]
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+    kill_when([sys.executable, str(script), str(out), "24", "0.02"],
+              lambda: len(lines(out / "kept.jsonl")) + len(lines(out / "rejected.jsonl")) >= 4, timeout=120, env=env)
     before = {r["id"] for r in lines(out / "kept.jsonl")} | {r["id"] for r in lines(out / "rejected.jsonl")}
     assert len(before) >= 4
     assert json.loads((out / "progress.json").read_text())["phase"] == "plans"

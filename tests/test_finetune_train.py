@@ -7,14 +7,12 @@ import asyncio
 import importlib.util
 import json
 import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from _helpers_models import kill_when
 
 pytestmark = pytest.mark.slow
 
@@ -156,24 +154,10 @@ def test_a_killed_training_run_resumes_from_its_checkpoint(tiny_data: Path, tmp_
     out = tmp_path / "train"
     script = tmp_path / "train_script.py"
     script.write_text(TRAIN_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), str(tiny_data), str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONWARNINGS="ignore"))
-    try:
-        deadline = time.monotonic() + 600
-        first = out / "checkpoints" / "checkpoint-1"
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (first / "trainer_state.json").is_file() and (first / "adapter_model.safetensors").is_file():
-                break
-            time.sleep(0.2)
-        assert proc.poll() is None, f"training ended before it could be killed: {proc.stderr.read()[-2000:]!r}"  # type: ignore[union-attr]
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+    first = out / "checkpoints" / "checkpoint-1"
+    kill_when([sys.executable, str(script), str(tiny_data), str(out)],
+              lambda: (first / "trainer_state.json").is_file() and (first / "adapter_model.safetensors").is_file(),
+              timeout=600, env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert not (out / "adapter").exists()
     config = TrainConfig(max_steps=3, batch_size=2, learning_rate=1e-3, max_length=512, save_steps=1, probe=False)
     result = train(tiny_data, "smollm2-135m", out, config=config)

@@ -22,7 +22,7 @@ from ._events import (
 )
 from ._executor import Executor
 from ._grammar import GrammarOptions, joiner_grammar, plan_grammar
-from ._plan import END_OF_PLAN, Call, Example, Plan
+from ._plan import END_OF_PLAN, JOIN, Call, Example, Plan
 from ._plan_parser import PlanStreamParser
 from ._prompts import (
     build_joiner_followup,
@@ -34,7 +34,7 @@ from ._prompts import (
 from ._routing_base import LocalOnly, RouteSignals, RoutingHook, Stage
 from ._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from .errors import BudgetExceeded, ModelError, PlanError, UserError
-from .models._base import Completion, Model, ModelRequest, Usage
+from .models._base import Completion, Model, ModelRequest, Preference, Usage
 
 __all__ = ["Agent", "AgentSettings"]
 
@@ -57,6 +57,12 @@ class ToolRetriever(Protocol):
     def widen(self, query: str, previous: Any, hint: str = "") -> Any: ...
 
 
+NO_TOOL_PREF = "no_tool"
+STOP_PREF = "stop"
+# Fitted by benchmarks/calibrate_no_tool.py (see benchmarks/results/no_tool.json); None until measured.
+NO_TOOL_THRESHOLD: float | None = None
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """Tunables of the agent loop.
@@ -73,6 +79,12 @@ class AgentSettings:
         streaming_execution: dispatch steps while the plan is still streaming.
         format_examples: when no worked example fits the offered tools, show a few format-only examples with other
             tools (the grammar still allows only the offered ones).
+        no_tool_threshold: answer without tools (a plan of only ``join``) when the planner gives ``join`` as the first
+            step at least this probability, even if a tool is likelier. Small models call a loosely related tool
+            rather than none; the default is fitted on held-out data (``benchmarks/calibrate_no_tool.py``). None:
+            plain greedy decoding. Applies to backends that expose logits (llama.cpp); the probability is measured
+            either way and reported as ``PlanResult.no_tool_prob``.
+        stop_threshold: the same floor for ``join`` at every later step (ends a plan early); None: greedy.
     """
 
     max_replans: int = 2
@@ -85,6 +97,8 @@ class AgentSettings:
     grammar: GrammarOptions = field(default_factory=GrammarOptions)
     tool_timeout: float | None = None
     streaming_execution: bool = True
+    no_tool_threshold: float | None = NO_TOOL_THRESHOLD
+    stop_threshold: float | None = None
 
 
 class Agent:
@@ -186,6 +200,8 @@ class Agent:
             mean_logprob=completion.mean_logprob,
             retrieval_uncertain=uncertain,
             example_disagreement=self._disagrees_with_examples(plan.calls, examples),
+            no_tool_prob=next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None),
+            stop_probs=tuple(p for name, p, _ in completion.preference_probs if name == STOP_PREF),
         )
 
     def plan_sync(self, query: str, **kwargs: Any) -> PlanResult:
@@ -311,7 +327,17 @@ class Agent:
             grammar = self._grammar(tools, first_step, tuple(prior_steps))
         wants_logprobs = bool(getattr(self.router, "wants_logprobs", False))
         return ModelRequest(messages=messages, grammar=grammar, max_tokens=self.settings.planner_max_tokens,
-                            stop=(END_OF_PLAN,), logprobs=wants_logprobs)
+                            stop=(END_OF_PLAN,), logprobs=wants_logprobs, prefer=self._join_floors(first_step))
+
+    def _join_floors(self, first_step: int) -> tuple[Preference, ...]:
+        """Soft floors on ``join``: as the first step (no tool needed) and at later steps (stop early)."""
+        def floor(value: float | None) -> float:
+            return 2.0 if value is None else value  # above 1: measure only
+
+        floors = [Preference(STOP_PREF, r"\n\d+\. ?\Z", JOIN, floor(self.settings.stop_threshold))]
+        if first_step == 1:
+            floors.insert(0, Preference(NO_TOOL_PREF, r"\A1\. ?\Z", JOIN, floor(self.settings.no_tool_threshold)))
+        return tuple(floors)
 
     def _grammar(self, tools: Mapping[str, Tool], first_step: int, prior_steps: tuple[int, ...]) -> str:
         """The plan grammar, memoised per offered tool set (it is the same for every request with those tools)."""

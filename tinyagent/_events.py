@@ -107,6 +107,8 @@ class PlanResult:
         retrieval_uncertain: whether tool retrieval widened the set.
         example_disagreement: the plan calls a different set of tools than the most similar worked example in the
             prompt (a routing signal; False without examples).
+        no_tool_prob: the planner's probability of ``join`` as the first step (llama.cpp backends; else None).
+        stop_probs: its probability of ``join`` at each later step.
     """
 
     plan: Plan
@@ -120,6 +122,8 @@ class PlanResult:
     mean_logprob: float | None = None
     retrieval_uncertain: bool = False
     example_disagreement: bool = False
+    no_tool_prob: float | None = None
+    stop_probs: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (references as ``"$k"``)."""

@@ -117,7 +117,7 @@ class _Builder:
         elif typ == "integer":
             alts.append("integer")
         elif typ == "number":
-            alts.append("number")
+            alts.append("float")  # a float parameter gets a float literal (3.0, not 3); integers have their own type
         elif typ == "boolean":
             alts.append('"true" | "false"')
         elif typ == "null":
@@ -187,6 +187,7 @@ ws ::= [ ]?
 char ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
 integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
 number ::= integer ("." [0-9]{1,10})? ([eE] [-+]? [0-9]{1,3})?
+float ::= integer "." [0-9]{1,10} ([eE] [-+]? [0-9]{1,3})?
 json-string ::= "\"" char{0,300} "\""
 json-scalar ::= json-string | number | "true" | "false" | "null"
 json-list ::= "[" ( json-scalar ( ", " json-scalar ){0,15} )? "]"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import Completion, Model, ModelRequest, Pricing, Usage
+from ._base import Completion, Model, ModelRequest, Preference, Pricing, Usage
 from ._scripted import ScriptedModel
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ __all__ = [
     "Model",
     "ModelCatalog",
     "ModelRequest",
+    "Preference",
     "OpenAIModel",
     "Pricing",
     "ScriptedModel",

@@ -10,9 +10,33 @@ from typing import Any
 
 from ..errors import ModelRequestsBlocked
 
-__all__ = ["Completion", "Model", "ModelRequest", "Pricing", "Usage", "check_allowed"]
+__all__ = ["Completion", "Model", "ModelRequest", "Preference", "Pricing", "Usage", "check_allowed"]
 
 Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Preference:
+    """A soft floor on one continuation: wherever the generated text matches ``after``, measure the model's
+    probability of continuing with ``text`` and take that continuation when it reaches ``min_prob``.
+
+    Greedy decoding takes a continuation only when it is the single likeliest token. A floor lets a caller say
+    "when the model gives *this* at least p, choose it" (the agent uses it for "no tool is needed": ``join`` as the
+    first step of a plan). The probability is measured on the model's own distribution before any grammar, and is
+    reported in :attr:`Completion.preference_probs` even when it stays under the floor (``min_prob > 1`` only
+    measures).
+
+    Attributes:
+        name: a label for the reports.
+        after: a regular expression searched in the text generated so far (anchor it with ``\\Z``).
+        text: the continuation (its first token, with or without a leading space, is what is measured).
+        min_prob: take the continuation when its probability is at least this.
+    """
+
+    name: str
+    after: str
+    text: str
+    min_prob: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -26,6 +50,7 @@ class ModelRequest:
         temperature: sampling temperature; 0 is greedy.
         stop: strings that end generation.
         logprobs: ask for token log-probabilities (used as a confidence signal by the router).
+        prefer: soft floors on continuations (backends without access to logits ignore them).
     """
 
     messages: Sequence[Message]
@@ -34,6 +59,7 @@ class ModelRequest:
     temperature: float = 0.0
     stop: Sequence[str] = ()
     logprobs: bool = False
+    prefer: Sequence[Preference] = ()
 
 
 @dataclass(frozen=True)
@@ -82,6 +108,7 @@ class Completion:
         mean_logprob: the mean token log-probability, when asked for and available.
         ttft_s: seconds to the first generated text.
         elapsed_s: seconds for the whole call.
+        preference_probs: ``(name, probability, taken)`` at each position where a :class:`Preference` applied.
     """
 
     text: str
@@ -91,6 +118,7 @@ class Completion:
     mean_logprob: float | None = None
     ttft_s: float = 0.0
     elapsed_s: float = 0.0
+    preference_probs: tuple[tuple[str, float, bool], ...] = ()
 
 
 ALLOW_MODEL_REQUESTS = True

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, MissingDependencyError, ModelError
-from ._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
+from ._base import Completion, Model, ModelRequest, Preference, Pricing, Usage, check_allowed
 
 __all__ = ["LlamaCppModel", "free_cores"]
 
@@ -182,6 +183,7 @@ class LlamaCppModel(Model):
             from llama_cpp.llama_grammar import LlamaGrammar
 
             logprob = _LogprobTracker() if request.logprobs else None
+            prefer = _Preferences(self, request.prefer) if request.prefer else None
             fast: _GreedyGrammar | None = None
             grammar = None
             if request.grammar and request.temperature == 0:
@@ -204,7 +206,7 @@ class LlamaCppModel(Model):
                 )
                 if request.temperature == 0:
                     kwargs.update(top_k=1)
-                processors: list[Any] = [p for p in (logprob, fast) if p is not None]
+                processors: list[Any] = [p for p in (logprob, prefer, fast) if p is not None]
                 if processors:
                     kwargs["logits_processor"] = _processor_list(processors)
                 chunks: Any = self._llm.create_chat_completion(**kwargs)
@@ -235,12 +237,26 @@ class LlamaCppModel(Model):
                     mean_logprob=logprob.mean() if logprob else None,
                     ttft_s=ttft,
                     elapsed_s=time.perf_counter() - start,
+                    preference_probs=tuple(prefer.seen) if prefer else (),
                 ),
             )
         except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
             err = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: generation failed: {exc}")
             err.__cause__ = exc if err is not exc else None
             put("error", err)
+
+    def opening_tokens(self, text: str) -> tuple[frozenset[int], frozenset[int]]:
+        """The token ids that open ``text``: ``(after a space, not after a space)``, memoised."""
+        cache: dict[str, tuple[frozenset[int], frozenset[int]]] = self.__dict__.setdefault("_openers", {})
+        if text not in cache:
+            def first(piece: str) -> int | None:
+                ids = self._llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
+                return int(ids[0]) if ids else None
+
+            bare, spaced = first(text), first(" " + text)
+            after_space = frozenset(i for i in (bare,) if i is not None)
+            cache[text] = (after_space, frozenset(i for i in (bare, spaced) if i is not None))
+        return cache[text]
 
     def __repr__(self) -> str:
         return f"LlamaCppModel(name={self.name!r}, n_threads={self.n_threads})"
@@ -288,6 +304,51 @@ class _LogprobTracker:
 
     def mean(self) -> float | None:
         return sum(self.values) / len(self.values) if self.values else None
+
+
+class _Preferences:
+    """Applies :class:`Preference` floors as a logits processor and records what it measured."""
+
+    def __init__(self, model: LlamaCppModel, prefs: Sequence[Preference]) -> None:
+        self._model = model
+        self._prefs = [(re.compile(p.after), p) for p in prefs]
+        self._start: int | None = None
+        self._bytes = b""
+        self._decoded = 0
+        self.seen: list[tuple[str, float, bool]] = []
+
+    def _text(self, input_ids: Any) -> str:
+        if self._start is None:
+            self._start = len(input_ids)
+        new = [int(t) for t in input_ids[self._start + self._decoded:]]
+        if new:
+            self._bytes += self._model.llama.detokenize(new)
+            self._decoded += len(new)
+        return self._bytes.decode("utf-8", errors="replace")
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        text = self._text(input_ids)
+        for pattern, pref in self._prefs:
+            if not pattern.search(text):
+                continue
+            after_space, otherwise = self._model.opening_tokens(pref.text)
+            ids = sorted(after_space if text.endswith(" ") else otherwise)
+            if not ids:
+                continue
+            top = float(np.max(scores))
+            weights = np.exp(scores - top)
+            chosen = np.array(ids)
+            mass = weights[chosen]
+            prob = float(np.sum(mass) / np.sum(weights))
+            taken = prob >= pref.min_prob
+            self.seen.append((pref.name, prob, taken))
+            if taken:
+                scores = np.array(scores, copy=True)
+                scores[int(chosen[int(np.argmax(mass))])] = top + 1.0
+                return scores
+        return scores
 
 
 def _processor_list(processors: list[Any]) -> Any:

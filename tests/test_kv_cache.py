@@ -1,0 +1,167 @@
+"""The llama.cpp prompt-prefix KV cache on disk (``LlamaCppModel(prefix_cache_dir=...)``), on SmolLM2-135M."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from tinyagent._prompts import _PLANNER_RULES
+from tinyagent.models import LlamaCppModel, ModelRequest
+from tinyagent.models._llama import _PrefixStore, _Snapshot
+
+_TOOLS = "\n".join(
+    f"- tool_{i}(name: str, count: int = optional, when: str = optional): does thing number {i} with the {w} store."
+    for i, w in enumerate(["contacts", "calendar", "mail", "notes", "files", "reminders"][:4])
+)
+BASE = f"{_PLANNER_RULES}\n\nTools:\n{_TOOLS}\n\nExamples:\n"
+SYSTEM_A = BASE + "Request: ask tool_1 for alpha\nPlan:\n1. tool_1(name=\"alpha\")\n2. join()<END_OF_PLAN>\n"
+SYSTEM_B = BASE + "Request: ask tool_2 for beta\nPlan:\n1. tool_2(name=\"beta\", count=2)\n2. join()<END_OF_PLAN>\n"
+QUERY = "Today is 2025-01-06 (Monday).\nRequest: run tool_3 for Sid"
+
+
+def _model(path: Path, cache: Path | None) -> LlamaCppModel:
+    return LlamaCppModel(path=path, n_threads=2, prefix_cache_dir=cache, prefix_cache_min_tokens=64)
+
+
+async def _ask(model: LlamaCppModel, system: str, query: str = QUERY) -> tuple[str, float]:
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": query}]
+    completion = await model.complete(ModelRequest(messages=messages, max_tokens=24))
+    return completion.text, completion.ttft_s
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(root.glob("*.kv")) if root.exists() else []
+
+
+@pytest.fixture(scope="module")
+def uncached(smollm2_path: Path) -> dict[str, str]:
+    """Greedy answers without any cache, each from a fresh model."""
+    import asyncio
+
+    out = {}
+    for key, system in (("A", SYSTEM_A), ("B", SYSTEM_B)):
+        out[key] = asyncio.run(_ask(_model(smollm2_path, None), system))[0]
+    return out
+
+
+@pytest.mark.slow
+async def test_fresh_model_loads_saved_prefix_and_answers_the_same(
+    tmp_path: Path, smollm2_path: Path, uncached: dict[str, str]
+) -> None:
+    root = tmp_path / "kv"
+    cold = _model(smollm2_path, root)
+    text, cold_ttft = await _ask(cold, SYSTEM_A)
+    assert text == uncached["A"] and text
+    assert cold.last_prefix_loaded == 0
+    prompt_len = cold.prompt_tokens([{"role": "system", "content": SYSTEM_A}, {"role": "user", "content": QUERY}])
+    assert cold.last_prompt_tokens_evaluated is not None and cold.last_prompt_tokens_evaluated >= prompt_len
+    (saved,) = _files(root)
+    saved_tokens = int(saved.name.split("-")[0])
+    assert 450 < saved_tokens < prompt_len  # the system message, not the request
+
+    warm = _model(smollm2_path, root)  # a fresh llama.cpp context, as in a new process
+    text, warm_ttft = await _ask(warm, SYSTEM_A)
+    assert text == uncached["A"]
+    assert warm.last_prefix_loaded == saved_tokens
+    assert warm.last_prompt_tokens_evaluated is not None
+    assert warm.last_prompt_tokens_evaluated < cold.last_prompt_tokens_evaluated - 400
+    assert warm_ttft < cold_ttft
+    assert _files(root) == [saved]  # nothing new to save
+
+    # Another system message that shares the rules and tools: the saved file is cut to the shared part, and that
+    # part (the static prefix) gets its own file.
+    other = _model(smollm2_path, root)
+    text, _ = await _ask(other, SYSTEM_B)
+    assert text == uncached["B"]
+    assert 400 < other.last_prefix_loaded < saved_tokens
+    shared = [f for f in _files(root) if f != saved]
+    assert len(shared) == 1 and int(shared[0].name.split("-")[0]) == other.last_prefix_loaded
+
+
+@pytest.mark.slow
+async def test_damaged_files_are_deleted_and_ignored(
+    tmp_path: Path, smollm2_path: Path, uncached: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "kv"
+    await _ask(_model(smollm2_path, root), SYSTEM_A)
+    (saved,) = _files(root)
+    full = saved.stat().st_size
+
+    data = bytearray(saved.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped byte in the KV state
+    saved.write_bytes(bytes(data))
+    model = _model(smollm2_path, root)
+    with caplog.at_level(logging.WARNING, logger="tinyagent.models._llama"):
+        text, _ = await _ask(model, SYSTEM_A)
+    assert text == uncached["A"]
+    assert model.last_prefix_loaded == 0
+    assert "checksum mismatch" in caplog.text
+    assert saved.stat().st_size == full  # deleted, then saved again by this run
+
+    with saved.open("r+b") as f:
+        f.truncate(full // 2)
+    caplog.clear()
+    model = _model(smollm2_path, root)
+    with caplog.at_level(logging.WARNING, logger="tinyagent.models._llama"):
+        text, _ = await _ask(model, SYSTEM_A)
+    assert text == uncached["A"]
+    assert model.last_prefix_loaded == 0
+    assert "ignoring and deleting" in caplog.text
+
+
+@pytest.mark.slow
+async def test_disabled_cache_writes_nothing(
+    tmp_path: Path, smollm2_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINYAGENT_CACHE", str(tmp_path / "cache"))
+    assert LlamaCppModel(path=smollm2_path, n_threads=2).prefix_cache_dir == tmp_path / "cache" / "kv"
+    model = _model(smollm2_path, None)
+    assert model.prefix_cache_dir is None
+    await _ask(model, SYSTEM_A)
+    monkeypatch.setenv("TINYAGENT_KV_CACHE", "0")
+    model = _model(smollm2_path, tmp_path / "kv")
+    assert model.prefix_cache_dir is None
+    await _ask(model, SYSTEM_B)
+    assert not (tmp_path / "kv").exists()
+    assert not (tmp_path / "cache" / "kv").exists()
+
+
+def _snapshot(first: int, n: int, size: int) -> _Snapshot:
+    import numpy as np
+
+    return _Snapshot(np.arange(first, first + n, dtype=np.intc), memoryview(bytes(range(256)) * (size // 256)))
+
+
+def test_size_cap_evicts_least_recently_used(tmp_path: Path) -> None:
+    store = _PrefixStore(tmp_path, b"m" * 32, max_bytes=3 * 4096)  # two files of 52 + 1200 + 4096 bytes fit
+    for first in (0, 1000):
+        store.write(_snapshot(first, 300, 4096))
+    a, b = store.path(_snapshot(0, 300, 0).tokens), store.path(_snapshot(1000, 300, 0).tokens)
+    assert a.is_file() and b.is_file()
+    os.utime(b, (1, 1))  # b is now the least recently used
+    store.touch(a)
+    store.write(_snapshot(2000, 300, 4096))
+    c = store.path(_snapshot(2000, 300, 0).tokens)
+    assert sorted(_files(tmp_path)) == sorted([a, c])
+    store.write(_snapshot(3000, 300, 1 << 20))  # larger than the whole cap: not written, nothing evicted
+    assert sorted(_files(tmp_path)) == sorted([a, c])
+
+
+def test_lookup_picks_the_longest_shared_prefix_and_skips_other_models(tmp_path: Path) -> None:
+    import numpy as np
+
+    store = _PrefixStore(tmp_path, b"m" * 32, max_bytes=1 << 30)
+    store.write(_snapshot(0, 100, 256))
+    store.write(_snapshot(0, 300, 256))
+    _PrefixStore(tmp_path, b"x" * 32, max_bytes=1 << 30).write(_snapshot(0, 400, 256))  # another model
+    prompt = np.concatenate([np.arange(0, 250, dtype=np.intc), np.full(50, -1, np.intc)])
+    match = store.best_match(prompt, 64, above=0)
+    assert match is not None
+    path, saved, common = match
+    assert (len(saved), common) == (300, 250)
+    assert store.best_match(prompt, 64, above=250) is None
+    data, offset, size = store.read(path, saved)
+    assert bytes(data[offset : offset + size]) == bytes(range(256))

@@ -211,7 +211,6 @@ def run_planner(
     registries: dict[str, ToolRegistry],
     retrievers: dict[str, ScoringRetriever],
     pool: Sequence[Example],
-    static_examples: Sequence[Example],
     cases: Sequence[EvalCase],
     model_name: str,
     n_ctx: int,
@@ -238,7 +237,9 @@ def run_planner(
                 "n": len(cases),
             }
         else:
-            without_agent = Agent(registry, model, retriever=None, examples=static_examples)
+            # The agent's default without a retriever: every tool (a prefix llama.cpp keeps cached between requests)
+            # and the few-shot examples most similar to each request, as with retrieval, so only the tools differ.
+            without_agent = Agent(registry, model, retriever=None, examples=pool)
             log.info("planner %s without retrieval on the same %d queries", reg_name, len(cases))
             res["without"] = {"fits_context": True, **asyncio.run(plan_all(without_agent, cases))}
         log.info("%s: %s", reg_name, res)
@@ -342,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         limit = args.planner_limit or len(test)
         cases = test[:limit]
         planner = run_planner(
-            registries, default_retrievers, pool, static, cases, args.planner_model, args.n_ctx, args.threads, max_full
+            registries, default_retrievers, pool, cases, args.planner_model, args.n_ctx, args.threads, max_full
         )
         for reg_name, res in planner.items():
             entry = results[reg_name]

@@ -59,8 +59,13 @@ class ToolRetriever(Protocol):
 
 NO_TOOL_PREF = "no_tool"
 STOP_PREF = "stop"
-# Fitted by benchmarks/calibrate_no_tool.py (see benchmarks/results/no_tool.json); None until measured.
+# Fitted by benchmarks/calibrate_no_tool.py on held-out data (benchmarks/results/no_tool.json, qwen2.5-coder-1.5b).
+# No floor for "no tool": P(join) at step 1 separates the requests that need no tool too weakly (0.002-0.16 for
+# BFCL irrelevance, 0.001-0.21 for requests that need a call); the best floor (0.06) would drop 16% of needed calls.
 NO_TOOL_THRESHOLD: float | None = None
+# Stopping: P(join) after a call is decisive (0.6-1.0 where the plan is complete); the floor fitted there loses no
+# needed call on the held-out data and ends the plans that went on past the request.
+STOP_THRESHOLD: float | None = 0.46
 
 
 @dataclass(frozen=True)
@@ -82,9 +87,11 @@ class AgentSettings:
         no_tool_threshold: answer without tools (a plan of only ``join``) when the planner gives ``join`` as the first
             step at least this probability, even if a tool is likelier. Small models call a loosely related tool
             rather than none; the default is fitted on held-out data (``benchmarks/calibrate_no_tool.py``). None:
-            plain greedy decoding. Applies to backends that expose logits (llama.cpp); the probability is measured
+            plain greedy decoding (the default: on held-out data no floor separated the two kinds of request without
+            dropping needed calls). Applies to backends that expose logits (llama.cpp); the probability is measured
             either way and reported as ``PlanResult.no_tool_prob``.
-        stop_threshold: the same floor for ``join`` at every later step (ends a plan early); None: greedy.
+        stop_threshold: the same floor for ``join`` at every later step (ends a plan that goes on past the request);
+            None: greedy.
     """
 
     max_replans: int = 2
@@ -98,7 +105,7 @@ class AgentSettings:
     tool_timeout: float | None = None
     streaming_execution: bool = True
     no_tool_threshold: float | None = NO_TOOL_THRESHOLD
-    stop_threshold: float | None = None
+    stop_threshold: float | None = STOP_THRESHOLD
 
 
 class Agent:

@@ -27,6 +27,7 @@ from tinyagent.retrieval import (  # noqa: E402 - after the importorskip guards
     stress_registry,
     tool_document,
 )
+from tinyagent.retrieval._hybrid import noun_families, with_siblings  # noqa: E402
 
 
 def _spec(tool_name: str, description: str, /, **params: str) -> Tool:
@@ -258,6 +259,31 @@ def test_hybrid_without_embeddings_uses_bm25_and_example_votes() -> None:
     result = retriever.retrieve("text Dana that the meeting is off")
     assert "send_message" in result.tools[:2]
     assert "get_phone_number" in result.tools
+
+
+def test_noun_families_group_tools_by_the_object_of_their_name() -> None:
+    names = ["create_note", "open_note", "search_notes", "send_email", "forward_email", "get_today",
+             "get_data", "load_data", "save_data"]
+    families = noun_families(names, largest=2)
+    assert families == {"email": frozenset({"send_email", "forward_email"})}  # "note" (3) and "data" (3) too large
+    families = noun_families(names, largest=6)
+    assert families["note"] == frozenset({"create_note", "open_note", "search_notes"})
+    assert "get" not in families and "today" not in families  # verbs and one-tool words are no family
+
+
+def test_siblings_join_only_when_the_request_names_their_noun_and_one_is_offered() -> None:
+    names = ["create_note", "open_note", "search_notes", "send_email", "forward_email"]
+    families = noun_families(names, largest=6)
+    assert with_siblings(["open_note"], "Find notes about passport", families, names) == [
+        "open_note", "create_note", "search_notes"]
+    assert with_siblings(["open_note"], "Open the passport page", families, names) == ["open_note"]
+    assert with_siblings(["send_email"], "New note about the offsite", families, names) == ["send_email"]
+    hybrid = HybridRetriever(embedder=False, k=1, margin=0.0, expand_dependencies=False)
+    hybrid.fit(ToolRegistry([Tool.from_openai({"name": n, "description": n.replace("_", " ")}) for n in names]))
+    assert set(hybrid.retrieve("open my note on the passport").tools) >= {"open_note", "create_note", "search_notes"}
+    off = HybridRetriever(embedder=False, k=1, margin=0.0, expand_dependencies=False, sibling_max=0)
+    off.fit(ToolRegistry([Tool.from_openai({"name": n, "description": n.replace("_", " ")}) for n in names]))
+    assert off.retrieve("open my note on the passport").tools == ("open_note",)
 
 
 def test_stress_registry_has_300_plus_distractors_after_the_base_tools() -> None:

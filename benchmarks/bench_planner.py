@@ -70,6 +70,8 @@ async def evaluate(model_name: str, cases: list[EvalCase], examples: list[Exampl
         dag = dag_success(calls, list(case.calls))
         strict = strict_success(calls, list(case.calls), case.key_args, tool_map) if dag else False
         rows.append({"id": case.id, "category": case.category, "dag": dag, "strict": strict, "latency_s": elapsed,
+                     "plan_s": res.elapsed_s if res else None, "no_tool_prob": res.no_tool_prob if res else None,
+                     "stop_probs": list(res.stop_probs) if res else [],
                      "prompt_tokens": res.prompt_tokens if res else 0,
                      "tools_offered": len(res.tools_offered) if res else 0,
                      "pred": calls, "gold": list(case.calls), "error": err, "query": case.query,

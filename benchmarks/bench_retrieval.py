@@ -207,6 +207,26 @@ async def plan_all(agent: Any, cases: Sequence[EvalCase]) -> dict[str, Any]:
     }
 
 
+def without_from(path: Path, model_name: str, cases: Sequence[EvalCase]) -> dict[str, Any]:
+    """The no-retrieval arm from bench_planner.py's per-case rows (planner latency = the planner call's seconds)."""
+    rows = {r["id"]: r for r in json.loads(path.read_text())["models"][model_name]["rows"]}
+    mine = [rows[c.id] for c in cases if c.id in rows]
+    if len(mine) < len(cases):
+        raise SystemExit(f"{path} has rows for {len(mine)} of the {len(cases)} queries; run bench_planner.py first")
+    latency = [r.get("plan_s") or r["latency_s"] for r in mine]
+    return {
+        "fits_context": True,
+        "dag_success": round(sum(bool(r["dag"]) for r in mine) / len(mine), 4),
+        "latency_s_mean": round(statistics.mean(latency), 3),
+        "latency_s_p50": round(percentile(latency, 50), 3),
+        "prompt_tokens_mean": round(statistics.mean(r["prompt_tokens"] for r in mine), 1),
+        "tools_offered_mean": round(statistics.mean(r["tools_offered"] for r in mine), 2),
+        "errors": sum(r.get("error") is not None for r in mine),
+        "n": len(mine),
+        "source": f"{path.name} (bench_planner.py, same queries and model)",
+    }
+
+
 def run_planner(
     registries: dict[str, ToolRegistry],
     retrievers: dict[str, ScoringRetriever],
@@ -216,6 +236,7 @@ def run_planner(
     n_ctx: int,
     threads: int,
     max_full_tokens: dict[str, float],
+    without: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     from tinyagent._agent import Agent
     from tinyagent.models import load_model
@@ -228,7 +249,9 @@ def run_planner(
         with_agent = Agent(registry, model, retriever=retrievers[reg_name], examples=pool)
         log.info("planner %s with retrieval on %d queries", reg_name, len(cases))
         res["with"] = asyncio.run(plan_all(with_agent, cases))
-        if max_full_tokens[reg_name] + 600 > n_ctx:
+        if without is not None and reg_name == "functions":
+            res["without"] = without_from(without, model_name, cases)
+        elif max_full_tokens[reg_name] + 600 > n_ctx:
             res["without"] = {
                 "dag_success": None,
                 "fits_context": False,
@@ -260,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrain", action="store_true", help="train the classifier again")
     parser.add_argument("--llama-embed", action="store_true", help="also measure llama.cpp embeddings (loads a GGUF)")
     parser.add_argument("--target-recall", type=float, default=0.99)
+    parser.add_argument("--without-from", type=Path, default=None, metavar="PLANNER_JSON",
+                        help="take the functions registry's no-retrieval arm from bench_planner.py's rows for the same "
+                        "queries (the same configuration: every tool, per-request examples) instead of planning again")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -343,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         limit = args.planner_limit or len(test)
         cases = test[:limit]
         planner = run_planner(
-            registries, default_retrievers, pool, cases, args.planner_model, args.n_ctx, args.threads, max_full
+            registries, default_retrievers, pool, cases, args.planner_model, args.n_ctx, args.threads, max_full,
+            args.without_from,
         )
         for reg_name, res in planner.items():
             entry = results[reg_name]

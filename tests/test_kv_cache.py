@@ -90,26 +90,24 @@ async def test_damaged_files_are_deleted_and_ignored(
     (saved,) = _files(root)
     full = saved.stat().st_size
 
+    async def answers_without_the_file(warning: str) -> None:
+        caplog.clear()
+        model = _model(smollm2_path, root)
+        with caplog.at_level(logging.WARNING, logger="tinyagent.models._llama"):
+            text, _ = await _ask(model, SYSTEM_A)
+        assert text == uncached["A"]
+        assert model.last_prefix_loaded == 0
+        assert warning in caplog.text
+
     data = bytearray(saved.read_bytes())
     data[len(data) // 2] ^= 0xFF  # a flipped byte in the KV state
     saved.write_bytes(bytes(data))
-    model = _model(smollm2_path, root)
-    with caplog.at_level(logging.WARNING, logger="tinyagent.models._llama"):
-        text, _ = await _ask(model, SYSTEM_A)
-    assert text == uncached["A"]
-    assert model.last_prefix_loaded == 0
-    assert "checksum mismatch" in caplog.text
+    await answers_without_the_file("checksum mismatch")
     assert saved.stat().st_size == full  # deleted, then saved again by this run
 
     with saved.open("r+b") as f:
         f.truncate(full // 2)
-    caplog.clear()
-    model = _model(smollm2_path, root)
-    with caplog.at_level(logging.WARNING, logger="tinyagent.models._llama"):
-        text, _ = await _ask(model, SYSTEM_A)
-    assert text == uncached["A"]
-    assert model.last_prefix_loaded == 0
-    assert "ignoring and deleting" in caplog.text
+    await answers_without_the_file("ignoring and deleting")
 
 
 @pytest.mark.slow

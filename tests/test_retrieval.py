@@ -343,3 +343,16 @@ def test_default_retriever_works_without_an_exported_embedder(tmp_path: Path, mo
     assert retriever.embedder is None and retriever.model is None
     retriever.fit(small_registry(), examples())
     assert "create_reminder" in retriever.retrieve("remind me to water the plants").tools
+
+
+def test_apps_give_a_large_registry_tool_retrieval_and_a_small_one_every_tool() -> None:
+    from tinyagent.apps._runtime import AUTO_RETRIEVAL_TOOLS, build_agent
+    from tinyagent.models import ScriptedModel
+
+    many = [_spec(f"tool_{i}", f"Does thing number {i}.") for i in range(AUTO_RETRIEVAL_TOOLS + 1)]
+    big = build_agent(many, ScriptedModel(["1. join()\n<END_OF_PLAN>"]))
+    assert isinstance(big.retriever, HybridRetriever)
+    small = build_agent(many[:5], ScriptedModel(["1. join()\n<END_OF_PLAN>"]))
+    assert small.retriever is None
+    mine = BM25Retriever()
+    assert build_agent(many, ScriptedModel(["1. join()\n<END_OF_PLAN>"]), retriever=mine).retriever is mine

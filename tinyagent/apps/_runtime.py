@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._tools import ConfirmHook, Tool, ToolRegistry
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, TinyAgentError
 from ..models._base import Model, ModelRequest
 
 __all__ = [
@@ -371,6 +371,10 @@ def build_agent(
 ) -> Any:
     """An :class:`tinyagent.Agent` over ``tools`` and ``model``.
 
+    A registry of more than :data:`AUTO_RETRIEVAL_TOOLS` tools (several MCP servers, say) gets tool retrieval unless
+    ``retriever`` is given: the whole registry would not fit a small model's context (400 tools are ~40k tokens).
+    Smaller registries offer every tool, whose prompt prefix llama.cpp keeps cached between requests.
+
     Raises:
         ConfigurationError: the agent module is not available in this build.
     """
@@ -382,7 +386,27 @@ def build_agent(
         kwargs["confirm"] = confirm
     if "examples" not in kwargs:
         kwargs["examples"] = _builtin_examples_for(tools)
+    if "retriever" not in kwargs and len(tools) > AUTO_RETRIEVAL_TOOLS:
+        kwargs["retriever"] = _auto_retriever(len(tools))
     return Agent(tools=tools, model=model, **kwargs)
+
+
+AUTO_RETRIEVAL_TOOLS = 60
+"""Registries larger than this get tool retrieval by default in the apps."""
+
+
+def _auto_retriever(n_tools: int) -> Any:
+    """The default retriever (BM25, example votes, MiniLM when exported), or None without the onnx extra."""
+    try:
+        from ..retrieval import default_retriever
+
+        retriever = default_retriever()
+    except (ImportError, TinyAgentError) as exc:
+        logger.warning("%d tools and no tool retrieval (%s); pip install 'tinyagent[onnx]' to shrink the prompt",
+                       n_tools, exc)
+        return None
+    logger.info("%d tools: offering the most relevant ones per request (tool retrieval)", n_tools)
+    return retriever
 
 
 def _builtin_examples_for(tools: ToolRegistry | Sequence[Tool]) -> list[Any]:

@@ -10,7 +10,9 @@ Steps (each cached in ``--work``, so a killed or repeated run resumes):
 2. train: LoRA on the 0.5B student (dequantized from the catalog GGUF), loss on the plan only, ``--steps`` steps.
 3. export: the adapter as GGUF (applied by llama.cpp over the packaged 0.5B); optionally merged + Q4_K_M.
 4. evaluate on the functions eval *test* split (first ``--limit`` cases): base 0.5B and the 1.5B teacher with
-   few-shot examples, the tuned 0.5B with the prompt it was trained on (no examples). Same retriever for all.
+   few-shot examples, the tuned 0.5B with the prompt it was trained on (``--student-prompt``: ``teacher`` = the
+   teacher's prompt, retrieved tools + 4 similar train-split examples; ``bare`` = retrieved tools only). Same
+   retriever for all.
 
 Writes benchmarks/results/finetune.json with base_acc, tuned_acc, teacher_acc (DAG success), strict_* versions,
 sec_per_step, train_minutes, examples_kept, examples_dropped, latency and size per model, and the configuration.
@@ -105,6 +107,9 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=1024)
     ap.add_argument("--limit", "--eval-limit", dest="limit", type=int, default=40,
                     help="test cases to evaluate each model on (0: all)")
+    ap.add_argument("--student-prompt", choices=("teacher", "bare"), default="teacher",
+                    help="the prompt in the training data and for the tuned model: the teacher's (with few-shot "
+                    "examples) or bare (retrieved tools only: shorter, no examples)")
     ap.add_argument("--seeds", type=int, default=6, help="user examples that seed request synthesis")
     ap.add_argument("--teacher", default="qwen2.5-coder-1.5b")
     ap.add_argument("--student", default="qwen2.5-coder-0.5b")
@@ -136,7 +141,7 @@ def main() -> None:
             data = asyncio.run(distill(
                 tools, teacher, work / "data", examples=seeds,
                 config=DistillConfig(n_requests=args.examples, batch_size=5, seed=0, valid_fraction=0.0),
-                dry_run=dry, student_examples=(),
+                dry_run=dry, student_examples=None if args.student_prompt == "teacher" else (),
                 agent_options={"retriever": retriever(), "examples": pool, "max_examples": 4},
             ))
         asyncio.run(teacher.aclose())
@@ -167,14 +172,16 @@ def main() -> None:
         models: dict[str, Any] = {}
         models["base"] = cached(work / f"eval-base-{key}.json", lambda: asyncio.run(eval_model(
             args.student, student_path, None, cases, tools, pool, args.threads, max_examples=4)))
-        models["tuned"] = cached(work / f"eval-tuned-{key}-{trained.global_step}.json", lambda: asyncio.run(
+        tuned_examples = 4 if args.student_prompt == "teacher" else 0
+        tkey = f"{key}-{args.student_prompt}-{trained.global_step}"
+        models["tuned"] = cached(work / f"eval-tuned-{tkey}.json", lambda: asyncio.run(
             eval_model(f"{args.student}+lora", student_path, adapter, cases, tools, pool, args.threads,
-                       max_examples=0)))
+                       max_examples=tuned_examples)))
         for qtype, path in merged.items():
-            models[f"tuned_{qtype}"] = cached(work / f"eval-tuned-{qtype}-{key}-{trained.global_step}.json",
+            models[f"tuned_{qtype}"] = cached(work / f"eval-tuned-{qtype}-{tkey}.json",
                                               lambda p=path, q=qtype: asyncio.run(eval_model(
                                                   f"{args.student}-tuned-{q}", p, None, cases, tools, pool,
-                                                  args.threads, max_examples=0)))
+                                                  args.threads, max_examples=tuned_examples)))
         models["teacher"] = cached(work / f"eval-teacher-{key}.json", lambda: asyncio.run(eval_model(
             args.teacher, teacher_path, None, cases, tools, pool, args.threads, max_examples=4)))
         timings["eval_s"] = time.perf_counter() - start
@@ -204,8 +211,10 @@ def main() -> None:
             "batch": args.batch, "grad_accum": args.grad_accum, "lr": args.lr, "max_length": args.max_length,
             "lora_r": config.lora_r, "eval_cases": len(cases), "split": "test", "threads": args.threads,
             "retriever": "default_retriever() (BM25 + example votes)",
-            "prompts": "base and teacher: retrieved tools + 4 similar train-split examples; tuned: retrieved tools, "
-                       "no examples (as trained)",
+            "prompts": "base and teacher: retrieved tools + 4 similar train-split examples; tuned: "
+                       + ("the same (as trained)" if args.student_prompt == "teacher"
+                          else "retrieved tools, no examples (as trained)"),
+            "student_prompt": args.student_prompt,
             "load_1m_at_end": os.getloadavg()[0],
         },
         "timings_s": {k: round(v, 1) for k, v in timings.items()},

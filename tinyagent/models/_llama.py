@@ -369,7 +369,7 @@ class LlamaCppModel(Model):
             from llama_cpp.llama_grammar import LlamaGrammar
 
             logprob = _LogprobTracker() if request.logprobs else None
-            prefer = _Preferences(self, request.prefer) if request.prefer else None
+            prefer = _Preferences(self, request.prefer, logprob) if request.prefer else None
             fast: _GreedyGrammar | None = None
             grammar = None
             if request.grammar and request.temperature == 0:
@@ -700,18 +700,32 @@ class _LogprobTracker:
         self._pending = shifted - math.log(float(np.sum(np.exp(shifted))))
         return scores
 
+    @property
+    def pending(self) -> Any:
+        """The log-softmax of the logits this step saw (None before the first step)."""
+        return self._pending
+
     def mean(self) -> float | None:
         return sum(self.values) / len(self.values) if self.values else None
 
 
 class _Preferences:
-    """Applies :class:`Preference` floors as a logits processor and records what it measured."""
+    """Applies :class:`Preference` floors as a logits processor and records what it measured.
 
-    def __init__(self, model: LlamaCppModel, prefs: Sequence[Preference]) -> None:
+    The generated text is decoded incrementally (only the new tokens, through an incremental UTF-8 decoder), and
+    when a :class:`_LogprobTracker` runs before it, its log-softmax of the same logits is reused.
+    """
+
+    def __init__(self, model: LlamaCppModel, prefs: Sequence[Preference],
+                 tracker: _LogprobTracker | None = None) -> None:
+        import codecs
+
         self._model = model
         self._prefs = [(re.compile(p.after), p) for p in prefs]
+        self._tracker = tracker
         self._start: int | None = None
-        self._bytes = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._chars: list[str] = []
         self._decoded = 0
         self.seen: list[tuple[str, float, bool]] = []
 
@@ -720,9 +734,21 @@ class _Preferences:
             self._start = len(input_ids)
         new = [int(t) for t in input_ids[self._start + self._decoded:]]
         if new:
-            self._bytes += self._model.llama.detokenize(new)
+            self._chars.append(self._decoder.decode(self._model.llama.detokenize(new)))
             self._decoded += len(new)
-        return self._bytes.decode("utf-8", errors="replace")
+            if len(self._chars) > 1:
+                self._chars = ["".join(self._chars)]
+        return self._chars[0] if self._chars else ""
+
+    def _probs(self, scores: Any, chosen: Any) -> Any:
+        """The model's probabilities of ``chosen`` token ids at this step."""
+        import numpy as np
+
+        pending = self._tracker.pending if self._tracker is not None else None
+        if pending is not None and len(pending) == len(scores):
+            return np.exp(pending[chosen])
+        top = float(np.max(scores))
+        return np.exp(scores[chosen] - top) / float(np.sum(np.exp(scores - top)))
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import numpy as np
@@ -735,16 +761,14 @@ class _Preferences:
             ids = sorted(after_space if text.endswith(" ") else otherwise)
             if not ids:
                 continue
-            top = float(np.max(scores))
-            weights = np.exp(scores - top)
             chosen = np.array(ids)
-            mass = weights[chosen]
-            prob = float(np.sum(mass) / np.sum(weights))
+            mass = self._probs(scores, chosen)
+            prob = float(np.sum(mass))
             taken = prob >= pref.min_prob
             self.seen.append((pref.name, prob, taken))
             if taken:
                 scores = np.array(scores, copy=True)
-                scores[int(chosen[int(np.argmax(mass))])] = top + 1.0
+                scores[int(chosen[int(np.argmax(mass))])] = float(np.max(scores)) + 1.0
                 return scores
         return scores
 

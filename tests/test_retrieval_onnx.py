@@ -397,3 +397,25 @@ async def test_agent_plans_with_retrieval_on_a_real_model(functions_classifier: 
         assert all(c.name in planned.tools_offered for c in planned.plan.calls)  # the grammar held it to the set
     finally:
         await model.aclose()
+
+
+def test_the_shipped_builtin_classifier_matches_the_library_and_finds_the_tools() -> None:
+    """The classifier in the wheel knows exactly the built-in tools and keeps recall >= 0.99 on the test split."""
+    from tinyagent._plan import Example
+    from tinyagent.functions import BUILTIN_CLASSIFIER, TOOL_NAMES, builtin_retriever, builtin_tools
+    from tinyagent.scoring import load_evalset
+
+    meta = json.loads((BUILTIN_CLASSIFIER / "classifier.json").read_text())
+    assert sorted(meta["tools"]) == sorted(TOOL_NAMES), "retrain it: see tinyagent.functions.BUILTIN_CLASSIFIER"
+    assert meta["features"]["embedding"] is False  # runs without the MiniLM export
+    retriever = builtin_retriever(embedder=False)
+    retriever.fit(ToolRegistry(builtin_tools()), [Example(c.query, c.plan, c.today) for c in load_evalset("train")])
+    recalls, sizes = [], []
+    for case in load_evalset("test"):
+        offered = set(retriever.retrieve(case.query).tools)
+        sizes.append(len(offered))
+        gold = {c["name"] for c in case.calls}
+        if gold:
+            recalls.append(len(gold & offered) / len(gold))
+    assert sum(recalls) / len(recalls) >= 0.99
+    assert sum(sizes) / len(sizes) <= 8

@@ -32,10 +32,12 @@ from ._errors import (
 from ._evalcheck import check_evalset
 from ._examples import builtin_examples
 from ._paths import atomic_write, confine
+from ._retrieval import BUILTIN_CLASSIFIER, builtin_retriever
 from ._settings import FunctionsSettings, MessageTransport, OutboxTransport, UrlOpener
 from ._time import resolve_expression
 
 __all__ = [
+    "BUILTIN_CLASSIFIER",
     "TOOL_NAMES",
     "AmbiguousContact",
     "ContactFieldMissing",
@@ -52,6 +54,7 @@ __all__ = [
     "UrlOpener",
     "atomic_write",
     "builtin_examples",
+    "builtin_retriever",
     "builtin_tools",
     "check_evalset",
     "confine",

@@ -181,6 +181,8 @@ async def plan_all(agent: Any, cases: Sequence[EvalCase]) -> dict[str, Any]:
     in llama.cpp's prefix cache; with retrieval every prompt differs anyway.
     """
     ok, latency, tokens, offered, errors = [], [], [], [], 0
+    rows: list[dict[str, Any]] = []
+    model = getattr(agent, "model", None)
     with contextlib.suppress(Exception):
         await agent.plan("warm up the prompt cache", today=cases[0].today)
     for case in cases:
@@ -190,8 +192,15 @@ async def plan_all(agent: Any, cases: Sequence[EvalCase]) -> dict[str, Any]:
             log.warning("plan failed for %s: %s", case.id, exc)
             errors += 1
             ok.append(False)
+            rows.append({"id": case.id, "dag": False, "error": str(exc)})
             continue
         ok.append(dag_success(result.plan, case.calls))
+        rows.append({
+            "id": case.id, "dag": ok[-1], "latency_s": round(result.elapsed_s, 3), "ttft_s": round(result.ttft_s, 3),
+            "output_tokens": result.usage.output_tokens, "prompt_tokens": result.prompt_tokens,
+            "prompt_tokens_evaluated": getattr(model, "last_prompt_tokens_evaluated", None),
+            "prefix_loaded": getattr(model, "last_prefix_loaded", None), "tools_offered": len(result.tools_offered),
+        })
         latency.append(result.elapsed_s)
         tokens.append(result.prompt_tokens)
         offered.append(len(result.tools_offered))
@@ -204,6 +213,7 @@ async def plan_all(agent: Any, cases: Sequence[EvalCase]) -> dict[str, Any]:
         "tools_offered_mean": round(statistics.mean(offered), 2) if offered else None,
         "errors": errors,
         "n": len(cases),
+        "rows": rows,
     }
 
 
@@ -271,6 +281,59 @@ def run_planner(
     return out
 
 
+def store_planner(results: dict[str, Any], planner: dict[str, Any], args: argparse.Namespace, n: int) -> None:
+    """Put the planner part's numbers into each registry's entry."""
+    for reg_name, res in planner.items():
+        entry = results[reg_name]
+        entry["dag_success_with"] = res["with"]["dag_success"]
+        entry["dag_success_without"] = res["without"]["dag_success"]
+        entry["planner_latency_s_with"] = res["with"].get("latency_s_mean")
+        entry["planner_latency_s_without"] = res["without"].get("latency_s_mean")
+        entry["planner"] = {"model": args.planner_model, "queries": n, "n_ctx": args.n_ctx,
+                            "command": " ".join(["python", "benchmarks/bench_retrieval.py", *sys.argv[1:]]),
+                            "date": time.strftime("%Y-%m-%d %H:%M"), **res}
+
+
+def planner_only(args: argparse.Namespace, registries: dict[str, ToolRegistry], pool: Sequence[Example],
+                 static: Sequence[Example], test: Sequence[EvalCase], count: TokenCounter) -> int:
+    """Rerun the planner part for some registries with the retriever an earlier full run chose for each."""
+    if not args.out.is_file():
+        raise SystemExit(f"--planner-only updates {args.out}; run the full benchmark first")
+    results = json.loads(args.out.read_text())
+    names = [n for n in args.planner_only.split(",") if n]
+    unknown = [n for n in names if n not in registries]
+    if unknown:
+        raise SystemExit(f"unknown registries {unknown}; choose from {sorted(registries)}")
+    classifier_hash = ensure_classifier(
+        args.classifier.with_name(args.classifier.name + "-hash"), args.retrain, args.threads, use_embedding=False
+    )
+    makers: dict[str, Callable[[], ScoringRetriever]] = {
+        "hybrid_hash": lambda: HybridRetriever(classifier_hash, embedder=False),
+        "hybrid_hash_embed": lambda: HybridRetriever(classifier_hash, embedder=OnnxEmbedder(threads=1, int8=True)),
+        "hybrid": lambda: HybridRetriever(ensure_classifier(args.classifier, args.retrain, args.threads),
+                                          embedder=OnnxEmbedder(threads=1)),
+    }
+    subset = {n: registries[n] for n in names}
+    retrievers: dict[str, ScoringRetriever] = {}
+    max_full: dict[str, float] = {}
+    for name, registry in subset.items():
+        chosen = results[name]["retriever"]
+        if chosen not in makers:
+            raise SystemExit(f"--planner-only cannot rebuild retriever {chosen!r}")
+        retrievers[name] = makers[chosen]()
+        retrievers[name].fit(registry, pool)
+        full_examples = full_prompt_examples(registry, static)
+        max_full[name] = max(count(build_planner_messages(list(registry.values()), c.query, c.today, full_examples))
+                             for c in test)
+    cases = test[: args.planner_limit or len(test)]
+    planner = run_planner(subset, retrievers, pool, cases, args.planner_model, args.n_ctx, args.threads, max_full,
+                          args.without_from)
+    store_planner(results, planner, args, len(cases))
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    log.info("wrote %s", args.out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -286,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--without-from", type=Path, default=None, metavar="PLANNER_JSON",
                         help="take the functions registry's no-retrieval arm from bench_planner.py's rows for the same "
                         "queries (the same configuration: every tool, per-request examples) instead of planning again")
+    parser.add_argument("--planner-only", default="", metavar="REGISTRIES",
+                        help="rerun only the planner part for these registries (comma-separated: functions,stress) "
+                        "with the retriever --out names for each; everything else in --out is kept")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -295,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     labelled = [e for e in pool if e.tool_names]
     registries = {"functions": ToolRegistry(builtin_tools()), "stress": stress_registry()}
     count = TokenCounter(args.planner_model)
+    if args.planner_only:
+        return planner_only(args, registries, pool, static, test, count)
     embedder = OnnxEmbedder(threads=1)
     classifier = ensure_classifier(args.classifier, args.retrain, args.threads)
     classifier_hash = ensure_classifier(
@@ -372,13 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             registries, default_retrievers, pool, cases, args.planner_model, args.n_ctx, args.threads, max_full,
             args.without_from,
         )
-        for reg_name, res in planner.items():
-            entry = results[reg_name]
-            entry["dag_success_with"] = res["with"]["dag_success"]
-            entry["dag_success_without"] = res["without"]["dag_success"]
-            entry["planner_latency_s_with"] = res["with"].get("latency_s_mean")
-            entry["planner_latency_s_without"] = res["without"].get("latency_s_mean")
-            entry["planner"] = {"model": args.planner_model, "queries": len(cases), "n_ctx": args.n_ctx, **res}
+        store_planner(results, planner, args, len(cases))
 
     meta = {
         "evalset": {"train": len(train), "test": len(test)},

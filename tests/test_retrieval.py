@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -334,6 +336,29 @@ async def test_agent_puts_only_retrieved_tools_in_the_prompt() -> None:
     assert "- get_directions(" not in system and "- create_note(" not in system
     assert set(result.tools_offered) <= {"send_email", "get_email_address", "get_phone_number", "send_message"}
 
+
+
+class _FixedRetriever(BM25Retriever):
+    """Returns a fixed ranking, least registry-like order first."""
+
+    def retrieve(self, query: str) -> Any:
+        result = super().retrieve(query)
+        return replace(result, tools=("send_message", "get_email_address", "send_email"))
+
+
+@pytest.mark.parametrize("order", ["registry", "relevance"])
+async def test_retrieved_tools_are_listed_in_registry_order_so_prompts_share_a_prefix(order: str) -> None:
+    from tinyagent._agent import Agent
+    from tinyagent.models import ScriptedModel
+
+    model = ScriptedModel(["1. join()\n<END_OF_PLAN>"])
+    agent = Agent(small_registry(), model, retriever=_FixedRetriever(k=3, margin=0.0), tool_order=order)
+    result = await agent.plan("email Sid", today=dt.date(2026, 12, 1))
+    registry_order = [n for n in small_registry() if n in result.tools_offered]
+    expected = registry_order if order == "registry" else ["send_message", "get_email_address", "send_email"]
+    assert list(result.tools_offered) == expected
+    system = model.requests[0].messages[0]["content"]
+    assert [system.index(f"- {n}(") for n in expected] == sorted(system.index(f"- {n}(") for n in expected)
 
 def test_default_retriever_works_without_an_exported_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tinyagent.retrieval import default_retriever

@@ -92,6 +92,9 @@ class AgentSettings:
             either way and reported as ``PlanResult.no_tool_prob``.
         stop_threshold: the same floor for ``join`` at every later step (ends a plan that goes on past the request);
             None: greedy.
+        tool_order: how retrieved tools are listed in the prompt. ``"registry"`` (default): in registry order, so
+            requests that retrieve overlapping sets share a longer prompt prefix, which llama.cpp (and the on-disk
+            prefix cache) need not evaluate again; ``"relevance"``: the retriever's ranking.
     """
 
     max_replans: int = 2
@@ -106,6 +109,7 @@ class AgentSettings:
     streaming_execution: bool = True
     no_tool_threshold: float | None = NO_TOOL_THRESHOLD
     stop_threshold: float | None = STOP_THRESHOLD
+    tool_order: Literal["registry", "relevance"] = "registry"
 
 
 class Agent:
@@ -276,7 +280,11 @@ class Agent:
         retrieval = (self.retriever.widen(query, previous, hint) if previous is not None
                      else self.retriever.retrieve(query))
         self._last_retrieval = retrieval
-        names = [n for n in retrieval.tools if n in self.registry]
+        if self.settings.tool_order == "registry":
+            chosen = set(retrieval.tools)
+            names = [n for n in self.registry if n in chosen]
+        else:
+            names = [n for n in retrieval.tools if n in self.registry]
         tools = {n: self.registry[n] for n in names}
         examples = [e for e in retrieval.examples if e.tool_names <= tools.keys()][: self.settings.max_examples]
         return tools, examples, bool(retrieval.uncertain)

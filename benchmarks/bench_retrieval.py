@@ -247,6 +247,7 @@ def run_planner(
     threads: int,
     max_full_tokens: dict[str, float],
     without: Path | None = None,
+    keep_without: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     from tinyagent._agent import Agent
     from tinyagent.models import load_model
@@ -259,7 +260,9 @@ def run_planner(
         with_agent = Agent(registry, model, retriever=retrievers[reg_name], examples=pool)
         log.info("planner %s with retrieval on %d queries", reg_name, len(cases))
         res["with"] = asyncio.run(plan_all(with_agent, cases))
-        if without is not None and reg_name == "functions":
+        if keep_without and reg_name in keep_without:
+            res["without"] = keep_without[reg_name]
+        elif without is not None and reg_name == "functions":
             res["without"] = without_from(without, model_name, cases)
         elif max_full_tokens[reg_name] + 600 > n_ctx:
             res["without"] = {
@@ -326,9 +329,20 @@ def planner_only(args: argparse.Namespace, registries: dict[str, ToolRegistry], 
         max_full[name] = max(count(build_planner_messages(list(registry.values()), c.query, c.today, full_examples))
                              for c in test)
     cases = test[: args.planner_limit or len(test)]
+    keep: dict[str, Any] = {}
+    if args.keep_without:
+        for name in subset:
+            old = results[name].get("planner", {})
+            if old.get("queries") != len(cases) or "without" not in old:
+                raise SystemExit(f"--keep-without: {args.out} has no no-retrieval arm on {len(cases)} queries")
+            keep[name] = {**old["without"], "kept_from": old.get("date") or results[name]["meta"]["date"]}
     planner = run_planner(subset, retrievers, pool, cases, args.planner_model, args.n_ctx, args.threads, max_full,
-                          args.without_from)
+                          args.without_from, keep)
+    earlier = {name: results[name].get("planner", {}).get("with") for name in subset}
     store_planner(results, planner, args, len(cases))
+    for name, old_with in earlier.items():
+        if old_with:  # the arm this run replaces, for comparison (e.g. another tool order)
+            results[name]["planner"]["with_before"] = {k: v for k, v in old_with.items() if k != "rows"}
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     log.info("wrote %s", args.out)
     return 0
@@ -352,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planner-only", default="", metavar="REGISTRIES",
                         help="rerun only the planner part for these registries (comma-separated: functions,stress) "
                         "with the retriever --out names for each; everything else in --out is kept")
+    parser.add_argument("--keep-without", action="store_true",
+                        help="with --planner-only: keep the no-retrieval arm --out holds (it does not depend on the "
+                        "retriever or on how retrieved tools are ordered) and plan only with retrieval")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 

@@ -408,7 +408,7 @@ def test_the_shipped_builtin_classifier_matches_the_library_and_finds_the_tools(
     meta = json.loads((BUILTIN_CLASSIFIER / "classifier.json").read_text())
     assert sorted(meta["tools"]) == sorted(TOOL_NAMES), "retrain it: see tinyagent.functions.BUILTIN_CLASSIFIER"
     assert meta["features"]["embedding"] is False  # runs without the MiniLM export
-    retriever = builtin_retriever(embedder=False)
+    retriever = builtin_retriever()
     retriever.fit(ToolRegistry(builtin_tools()), [Example(c.query, c.plan, c.today) for c in load_evalset("train")])
     recalls, sizes = [], []
     for case in load_evalset("test"):

@@ -371,9 +371,15 @@ def build_agent(
 ) -> Any:
     """An :class:`tinyagent.Agent` over ``tools`` and ``model``.
 
-    A registry of more than :data:`AUTO_RETRIEVAL_TOOLS` tools (several MCP servers, say) gets tool retrieval unless
-    ``retriever`` is given: the whole registry would not fit a small model's context (400 tools are ~40k tokens).
-    Smaller registries offer every tool, whose prompt prefix llama.cpp keeps cached between requests.
+    Tool retrieval, unless ``retriever`` is given:
+
+    * a registry holding the built-in tool library gets :func:`tinyagent.functions.builtin_retriever` (the classifier
+      shipped in the package): on the functions test split it planned more requests right than the whole registry in
+      a cached prompt, in less time (docs/retrieval.md);
+    * any registry of more than :data:`AUTO_RETRIEVAL_TOOLS` tools (several MCP servers, say) gets
+      :func:`tinyagent.retrieval.default_retriever`: the whole registry would not fit a small model's context (400
+      tools are ~40k tokens);
+    * other registries offer every tool, a prompt prefix llama.cpp keeps cached between requests.
 
     Raises:
         ConfigurationError: the agent module is not available in this build.
@@ -386,8 +392,8 @@ def build_agent(
         kwargs["confirm"] = confirm
     if "examples" not in kwargs:
         kwargs["examples"] = _builtin_examples_for(tools)
-    if "retriever" not in kwargs and len(tools) > AUTO_RETRIEVAL_TOOLS:
-        kwargs["retriever"] = _auto_retriever(len(tools))
+    if "retriever" not in kwargs:
+        kwargs["retriever"] = _auto_retriever(tools)
     return Agent(tools=tools, model=model, **kwargs)
 
 
@@ -395,17 +401,28 @@ AUTO_RETRIEVAL_TOOLS = 60
 """Registries larger than this get tool retrieval by default in the apps."""
 
 
-def _auto_retriever(n_tools: int) -> Any:
-    """The default retriever (BM25, example votes, MiniLM when exported), or None without the onnx extra."""
+def _auto_retriever(tools: ToolRegistry | Sequence[Tool]) -> Any:
+    """The retriever :func:`build_agent` picks for ``tools`` (None: offer every tool, or no onnx extra)."""
+    names = set(tools) if isinstance(tools, ToolRegistry) else {t.name for t in tools}
     try:
-        from ..retrieval import default_retriever
+        functions = importlib.import_module("tinyagent.functions")
+        builtin = set(functions.TOOL_NAMES) <= names
+    except ImportError:
+        functions, builtin = None, False
+    if not builtin and len(names) <= AUTO_RETRIEVAL_TOOLS:
+        return None
+    try:
+        if builtin and functions is not None:
+            retriever = functions.builtin_retriever()
+        else:
+            from ..retrieval import default_retriever
 
-        retriever = default_retriever()
+            retriever = default_retriever()
     except (ImportError, TinyAgentError) as exc:
         logger.warning("%d tools and no tool retrieval (%s); pip install 'tinyagent[onnx]' to shrink the prompt",
-                       n_tools, exc)
+                       len(names), exc)
         return None
-    logger.info("%d tools: offering the most relevant ones per request (tool retrieval)", n_tools)
+    logger.info("%d tools: offering the most relevant ones per request (tool retrieval)", len(names))
     return retriever
 
 

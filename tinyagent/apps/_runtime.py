@@ -401,9 +401,13 @@ AUTO_RETRIEVAL_TOOLS = 60
 """Registries larger than this get tool retrieval by default in the apps."""
 
 
+def _tool_names(tools: ToolRegistry | Sequence[Tool]) -> set[str]:
+    return set(tools) if isinstance(tools, ToolRegistry) else {t.name for t in tools}
+
+
 def _auto_retriever(tools: ToolRegistry | Sequence[Tool]) -> Any:
     """The retriever :func:`build_agent` picks for ``tools`` (None: offer every tool, or no onnx extra)."""
-    names = set(tools) if isinstance(tools, ToolRegistry) else {t.name for t in tools}
+    names = _tool_names(tools)
     try:
         functions = importlib.import_module("tinyagent.functions")
         builtin = set(functions.TOOL_NAMES) <= names
@@ -433,7 +437,7 @@ def _builtin_examples_for(tools: ToolRegistry | Sequence[Tool]) -> list[Any]:
         functions = importlib.import_module("tinyagent.functions")
     except ImportError:
         return []
-    names = set(tools) if isinstance(tools, ToolRegistry) else {t.name for t in tools}
+    names = _tool_names(tools)
     if not names & set(functions.TOOL_NAMES):
         return []
     return list(functions.builtin_examples())

@@ -725,7 +725,7 @@ class _Preferences:
         self._tracker = tracker
         self._start: int | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._chars: list[str] = []
+        self._generated = ""
         self._decoded = 0
         self.seen: list[tuple[str, float, bool]] = []
 
@@ -734,11 +734,9 @@ class _Preferences:
             self._start = len(input_ids)
         new = [int(t) for t in input_ids[self._start + self._decoded:]]
         if new:
-            self._chars.append(self._decoder.decode(self._model.llama.detokenize(new)))
+            self._generated += self._decoder.decode(self._model.llama.detokenize(new))
             self._decoded += len(new)
-            if len(self._chars) > 1:
-                self._chars = ["".join(self._chars)]
-        return self._chars[0] if self._chars else ""
+        return self._generated
 
     def _probs(self, scores: Any, chosen: Any) -> Any:
         """The model's probabilities of ``chosen`` token ids at this step."""

@@ -105,8 +105,12 @@ async def test_repairs_reorder_drop_nulls_and_coerce() -> None:
 
 async def test_kind_checks() -> None:
     assert (await verdict("1. join()", req("hi there, how are you?", "no_tool"))).ok
-    v = await verdict(GOOD, req("hi there", "no_tool"))
+    v = await verdict(GOOD, req("hi there", "no_tool"), repair_known=False)
     assert v.reason == "kind" and "needs no tool" in v.detail
+    # By default the synthesis knows better than the teacher: a greeting's plan is the empty one.
+    v = await verdict(GOOD, req("hi there", "no_tool"))
+    assert v.ok and v.repairs == ("emptied_no_tool_plan",)
+    assert v.plan is not None and v.plan.calls == () and v.plan.to_text().startswith("1. join()")
     v = await verdict("1. join()", req("Email Sid", "single"))
     assert v.reason == "kind" and "empty" in v.detail
 
@@ -134,8 +138,21 @@ async def test_relative_dates_are_checked() -> None:
     plan = '1. create_event(title="Dentist", date="{}")\n2. join()'
     assert (await verdict(plan.format("2026-12-03"), req("Dentist tomorrow"))).ok
     assert (await verdict(plan.format("2026-12-03T15:00"), req("Dentist tomorrow at 3pm"))).ok
-    v = await verdict(plan.format("2026-12-04"), req("Dentist tomorrow"))
+    v = await verdict(plan.format("2026-12-04"), req("Dentist tomorrow"), repair_known=False)
     assert v.reason == "relative_date" and "2026-12-03" in v.detail
+
+
+async def test_a_single_wrong_relative_date_is_repaired() -> None:
+    plan = '1. create_event(title="Dentist", date="{}")\n2. join()'
+    v = await verdict(plan.format("2026-12-04T15:00"), req("Dentist tomorrow at 3pm"))
+    assert v.ok and v.repairs == ("fixed_relative_date",)
+    assert v.plan is not None and v.plan.calls[0].args["date"] == "2026-12-03T15:00"
+    v = await verdict(plan.format("2026-12-18"), req("Dentist next Friday"))  # the coming Friday
+    assert v.ok and v.plan is not None and v.plan.calls[0].args["date"] == "2026-12-04"
+    two = ('1. create_event(title="A", date="2026-12-05")\n2. create_event(title="B", date="2026-12-06")\n'
+           "3. join()")
+    v = await verdict(two, req("Dentist tomorrow"))  # which of the two is "tomorrow" is a guess: dropped
+    assert v.reason == "relative_date" and v.repairs == ()
     assert (await verdict(plan.format("2026-12-04"), req("Dentist tomorrow"), check_dates=False)).ok
     calls = Plan((Call(1, "create_event", {"title": "x", "date": "2026-02-30"}),))
     assert "not a real date" in relative_date_problem("x tomorrow", TODAY, calls)

@@ -15,7 +15,13 @@ Checks, in order (the first failure names the drop reason):
 7. ``dry_run``: the plan executes cleanly against the real tools on a scratch copy of the data (optional).
 
 Repairs (recorded, not dropped): arguments reordered to schema order, optional ``null`` arguments removed, static
-values coerced to their schema type (``"3"`` is not coerced; ``3`` becomes ``3.0`` for a number).
+values coerced to their schema type (``"3"`` is not coerced; ``3`` becomes ``3.0`` for a number). Two repairs use
+what the synthesis knows and the teacher got wrong (``repair_known=True``, the default):
+
+- ``emptied_no_tool_plan``: a ``no_tool`` request (written as a greeting or general question) whose plan calls
+  tools gets the empty plan. Small planners over-call tools on chit-chat; these are the examples that teach them not to.
+- ``fixed_relative_date``: a plan whose ISO dates are all one wrong day gets the day the request means (the
+  coming one for "next Friday"), time of day kept. A plan with several different dates is dropped instead.
 """
 
 from __future__ import annotations
@@ -126,6 +132,8 @@ class Verifier:
         check_dates: run the relative-date check.
         grammar_checker: checks the plan text against the generated GBNF with llama.cpp (None: structural checks
             only).
+        repair_known: repair a ``no_tool`` request's tool calls and a single wrong relative date (see the module
+            docstring) instead of dropping the example.
     """
 
     def __init__(
@@ -136,8 +144,10 @@ class Verifier:
         dry_run: DryRun | None = None,
         check_dates: bool = True,
         grammar_checker: GrammarChecker | None = None,
+        repair_known: bool = True,
     ) -> None:
         self.tools = tools
+        self.repair_known = repair_known
         self.grammar = grammar or GrammarOptions()
         self.dry_run = dry_run
         self.check_dates = check_dates
@@ -156,11 +166,15 @@ class Verifier:
 
     async def verify_plan(self, request: SynthRequest, raw: Plan, offered: Sequence[Tool] | None = None) -> Verdict:
         """Verify an already parsed plan for ``request``."""
+        known_repairs: tuple[str, ...] = ()
+        if self.repair_known and request.kind == "no_tool" and raw.calls:
+            raw, known_repairs = Plan(calls=(), answer=raw.answer), ("emptied_no_tool_plan",)
         try:
             _check_dag(raw)
         except PlanValidationError as exc:
             return Verdict(raw, "dag", str(exc))
         plan, repairs = self.repair(raw)
+        repairs = known_repairs + repairs
         known: list[int] = []
         try:
             for call in plan.calls:
@@ -177,6 +191,9 @@ class Verifier:
             return Verdict(plan, "kind", "the request needs a tool, but the plan is empty", repairs)
         if self.check_dates:
             problem = relative_date_problem(request.query, request.today, plan)
+            fixed = fix_relative_date(request.query, request.today, plan) if problem and self.repair_known else None
+            if fixed is not None:
+                plan, problem, repairs = fixed, "", (*repairs, "fixed_relative_date")
             if problem:
                 return Verdict(plan, "relative_date", problem, repairs)
         if self.dry_run is not None and plan.calls:
@@ -319,6 +336,34 @@ def relative_date_problem(query: str, today: dt.date, plan: Plan) -> str:
         return ""
     shown = ", ".join(sorted(d.isoformat() for d in wanted))
     return f"the request means {shown}, but the plan uses {', '.join(sorted(d.isoformat() for d in dates))}"
+
+
+def fix_relative_date(query: str, today: dt.date, plan: Plan) -> Plan | None:
+    """``plan`` with its one (wrong) ISO date replaced by the date ``query`` means; None when that is not possible.
+
+    Only a plan whose ISO dates are all the same day is fixed: with several days, which one the relative date
+    belongs to is a guess. "next Friday" takes the coming Friday.
+    """
+    wanted = expected_dates(query, today)
+    if not wanted:
+        return None
+    dates = {m.group(1) for call in plan.calls for value in _leaves(call.args)
+             if isinstance(value, str) and (m := _ISO_DATE.match(value.strip()))}
+    if len(dates) != 1:
+        return None
+    old, new = dates.pop(), min(wanted).isoformat()
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and _ISO_DATE.match(value.strip()):
+            return value.replace(old, new, 1)
+        if isinstance(value, Mapping):
+            return {k: fix(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(fix(v) for v in value)
+        return value
+
+    calls = tuple(Call(id=c.id, name=c.name, args=fix(dict(c.args))) for c in plan.calls)
+    return Plan(calls=calls, answer=plan.answer)
 
 
 def normalize_request(text: str) -> str:

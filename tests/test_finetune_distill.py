@@ -55,7 +55,7 @@ HELPER = textwrap.dedent('''
         if "JSON list" in request.messages[0]["content"]:
             k = int(re.search(r"Write (\\d+) different", user).group(1))
             day = re.search(r"Today is (\\S+)", user).group(1)
-            seed = sum(map(ord, day + user[-80:]))
+            seed = sum(map(ord, day)) * 7 + k
             if "need no tool" in user:
                 return json.dumps([f"{g} {NAMES[(seed + i) % len(NAMES)]}, how is the weather on Mars?"
                                    for i, g in enumerate(["hello", "thanks a lot", "good morning", "hey"][:k])])

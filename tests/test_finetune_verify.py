@@ -81,8 +81,8 @@ async def test_bad_plans_are_dropped_with_the_reason(text: str, reason: str, fra
 async def test_grammar_caps_drop_plans_the_student_grammar_forbids() -> None:
     long_subject = "x" * 40
     text = f'1. send_email(to=["a@b.c"], subject="{long_subject}")\n2. join()'
-    assert (await verdict(text)).ok
-    v = await verdict(text, grammar=GrammarOptions(max_string_chars=30))
+    assert (await verdict(text, req("Email a@b.c"))).ok
+    v = await verdict(text, req("Email a@b.c"), grammar=GrammarOptions(max_string_chars=30))
     assert v.reason == "grammar" and "40 characters" in v.detail
     many = "\n".join(f'{i}. get_email_address(name="P{i}")' for i in range(1, 5)) + "\n5. join()"
     v = await verdict(many, grammar=GrammarOptions(max_steps=3))
@@ -98,7 +98,7 @@ async def test_repairs_reorder_drop_nulls_and_coerce() -> None:
     assert list(call.args) == ["title", "date", "guests"]
     assert call.args["guests"] == 2 and isinstance(call.args["guests"], int)
     assert set(v.repairs) == {"reordered_args", "coerced_value"}
-    v = await verdict('1. send_email(to=["a@b.c"], subject="x", body=null)\n2. join()')
+    v = await verdict('1. send_email(to=["a@b.c"], subject="x", body=null)\n2. join()', req("Email a@b.c"))
     assert v.ok and v.repairs == ("dropped_null_arg",)
     assert v.plan is not None and "body" not in v.plan.calls[0].args
 
@@ -190,7 +190,8 @@ async def test_dry_run_failures_drop_the_plan_and_data_misses_are_tolerated(tmp_
     assert ok.ok
     assert not (data / "looked-up.txt").exists()  # the user's data was never written
     strict = ToolDryRun(make_tools, data, tolerate=())
-    v = await Verifier({"lookup": lookup}, dry_run=strict).verify(req("find"), '1. lookup(name="Crash")\n2. join()')
+    crash = '1. lookup(name="Crash")\n2. join()'
+    v = await Verifier({"lookup": lookup}, dry_run=strict).verify(req("find Crash"), crash)
     assert v.reason == "dry_run" and "disk on fire" in v.detail
     assert len(seen) == 2 and seen[0] != seen[1]  # a fresh scratch copy per plan
 
@@ -207,7 +208,7 @@ async def test_dry_run_with_the_builtin_tools(tmp_path: Path) -> None:
         good = '1. get_email_address(name="Sid Patel")\n2. send_email(to=[$1], subject="Hi", body="Lunch?")\n3. join()'
         assert (await verifier.verify(req("Email Sid Patel about lunch"), good)).ok
         missing = '1. get_email_address(name="Nina Unknown")\n2. join()'
-        assert (await verifier.verify(req("Nina's address"), missing)).ok  # a data miss is tolerated
+        assert (await verifier.verify(req("Nina Unknown's address"), missing)).ok  # a data miss is tolerated
         assert dry.tolerated["ContactNotFound"] == 1
         bad = '1. create_calendar_event(title="x", start="not a date")\n2. join()'
         v = await verifier.verify(req("meeting"), bad)
@@ -280,3 +281,37 @@ async def test_verifier_uses_the_grammar_of_the_offered_tools(smollm2_path: Path
         assert v.reason == "grammar" and "rejects" in v.detail
     finally:
         checker.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "reason"),
+    [
+        # The teacher pasted the call it was asked to motivate into the request.
+        ("Email Sid, use the command: `send_email(to=['Sid'])`", GOOD, "request"),
+        ("Run get_email_address for Sid and mail him the notes", GOOD, "request"),
+        # A recipient the request never names (the student would learn to invent people).
+        ("Email the team the notes",
+         '1. get_email_address(name="John")\n2. send_email(to=[$1], subject="Notes")\n3. join()\n', "ungrounded"),
+        ("Email HR the notes", '1. send_email(to=["hr@acme.io"], subject="Notes")\n2. join()\n', "ungrounded"),
+        ("Plan the review", '1. create_event(title="Review", date="{date}")\n2. join()\n', "ungrounded"),
+        # A lookup whose result nothing reads, in a plan that acts.
+        ("Email Sid the notes",
+         '1. get_email_address(name="Sid")\n2. send_email(to=["sid@example.com"], subject="Notes")\n3. join()\n',
+         "ungrounded"),
+        ("Email sid@example.com the notes, Sid's address",
+         '1. get_email_address(name="Sid")\n2. send_email(to=["sid@example.com"], subject="Notes")\n3. join()\n',
+         "unused_result"),
+    ],
+)
+async def test_grounding_checks_drop_invented_values_and_unused_lookups(query: str, text: str, reason: str) -> None:
+    v = await verdict(text, req(query))
+    assert v.reason == reason, v.detail
+    assert not (await verdict(text, req(query), check_grounding=False)).reason
+
+
+async def test_grounded_plans_pass_with_typos_accents_and_lookups_alone() -> None:
+    assert (await verdict('1. get_email_address(name="Zoë Müller")\n2. send_email(to=[$1], subject="Hi")\n3. join()\n',
+                          req("emial zoe muller hi pls"))).ok
+    assert (await verdict('1. get_email_address(name="Sid")\n2. join()\n', req("What is Sid's address?"))).ok
+    assert (await verdict('1. send_email(to=["sid@example.com"], subject="Hi")\n2. join()\n',
+                          req("Say hi to SID@example.com"))).ok

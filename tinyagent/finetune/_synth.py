@@ -47,7 +47,8 @@ DEFAULT_MIX: Mapping[str, float] = {
     "no_tool": 0.15,
 }
 _DATE_PARAM = re.compile(r"date|time|start|end|when|due|day|deadline", re.IGNORECASE)
-_PRODUCER = re.compile(r"^(get|find|search|list|lookup|look_up|read|resolve|fetch|query|open|summari[sz]e)", re.I)
+#: Tool names of lookups: their result is meant to feed another step (or the answer).
+LOOKUP_NAME = re.compile(r"^(get|find|search|list|lookup|look_up|read|resolve|fetch|query|open|summari[sz]e)", re.I)
 _MIN_CHARS, _MAX_CHARS = 6, 240
 
 
@@ -109,7 +110,7 @@ def _date_tools(tools: Sequence[Tool]) -> list[Tool]:
 
 def _chain_pairs(tools: Sequence[Tool]) -> list[tuple[Tool, Tool]]:
     """(producer, consumer) pairs: a lookup-like tool whose result another tool can take as a string or list."""
-    producers = [t for t in tools if _PRODUCER.match(t.name)] or list(tools)
+    producers = [t for t in tools if LOOKUP_NAME.match(t.name)] or list(tools)
     pairs = []
     for p in producers:
         for c in tools:
@@ -241,6 +242,8 @@ def request_messages(
         f"Write {spec.count} different requests a user might type to the assistant that {instruction}.",
         "Vary the wording, the people, the topics and the length. Give concrete values (names, titles, times, "
         "texts) in the requests.",
+        "Write each request in the user's own words, as they would say it to the assistant (\"Email Sid the Q4 "
+        "report\"), never about a third person (\"They need to …\"). Never mention tool names, code or commands.",
     ]
     if hint:
         parts.append(f"Facts about the user's data you may use: {hint}")

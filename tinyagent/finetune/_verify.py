@@ -12,7 +12,15 @@ Checks, in order (the first failure names the drop reason):
 5. ``kind``: a ``no_tool`` request got an empty plan, every other request a non-empty one.
 6. ``relative_date``: where the request names one relative date ("tomorrow", "next Friday", "in 3 days") and the
    plan passes ISO dates, one of them is that date.
-7. ``dry_run``: the plan executes cleanly against the real tools on a scratch copy of the data (optional).
+7. ``request``: the synthesized request reads like a user's, not like code: no backticks, no ``name(key=…)`` calls,
+   no tool names (small teachers sometimes paste the call they were asked to motivate).
+8. ``ungrounded``: every contact name a lookup takes (``name=``), every e-mail address and phone number in the plan
+   appears in the request, and no argument is a template placeholder (``{date}``, ``<name>``): the teacher invented
+   it, and the student would learn to invent recipients.
+9. ``unused_result``: in a plan that acts (sends, creates …), every lookup's result (``get_``/``find_``/``list_``/
+   ``resolve_``/``open_`` …) feeds a later step; a lookup nobody reads is a teacher that looked up one thing and then
+   wrote another. None of the hand-written eval plans (train and test) fails 7-9.
+10. ``dry_run``: the plan executes cleanly against the real tools on a scratch copy of the data (optional).
 
 Repairs (recorded, not dropped): arguments reordered to schema order, optional ``null`` arguments removed, static
 values coerced to their schema type (``"3"`` is not coerced; ``3`` becomes ``3.0`` for a number). Two repairs use
@@ -29,6 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -42,7 +51,7 @@ from .._schema import SchemaValidationError, validate_value
 from .._tools import Tool
 from ..errors import PlanParseError, PlanValidationError
 from ._grammar_check import GrammarChecker
-from ._synth import SynthRequest
+from ._synth import LOOKUP_NAME, SynthRequest
 
 __all__ = ["DryRun", "Deduper", "Verdict", "VerifyStats", "Verifier", "normalize_request"]
 
@@ -58,6 +67,11 @@ _RELATIVE = re.compile(
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _JOIN_LINE = re.compile(r"^\s*\d+\.\s*join\(\s*\)", re.MULTILINE)
 _ISO_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"\+?\(?\d[\d\s().-]{5,}\d")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}|<[^<>]*>|\[[A-Z][A-Z_ ]*\]")
+_CODE = re.compile(r"`|\b\w+\([^()]*=")
+_NAME_PARAMS = frozenset({"name", "person", "contact", "contact_name"})
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ class Verdict:
     Attributes:
         plan: the (possibly repaired) plan; None when it did not parse.
         reason: None when kept, else the drop reason (``parse``, ``dag``, ``schema``, ``grammar``, ``kind``,
-            ``relative_date``, ``dry_run``).
+            ``relative_date``, ``request``, ``ungrounded``, ``unused_result``, ``dry_run``).
         detail: a human-readable explanation.
         repairs: the repairs applied.
     """
@@ -134,6 +148,7 @@ class Verifier:
             only).
         repair_known: repair a ``no_tool`` request's tool calls and a single wrong relative date (see the module
             docstring) instead of dropping the example.
+        check_grounding: run checks 7-9 (request wording, grounded values, used lookups).
     """
 
     def __init__(
@@ -145,8 +160,10 @@ class Verifier:
         check_dates: bool = True,
         grammar_checker: GrammarChecker | None = None,
         repair_known: bool = True,
+        check_grounding: bool = True,
     ) -> None:
         self.tools = tools
+        self.check_grounding = check_grounding
         self.repair_known = repair_known
         self.grammar = grammar or GrammarOptions()
         self.dry_run = dry_run
@@ -196,6 +213,13 @@ class Verifier:
                 plan, problem, repairs = fixed, "", (*repairs, "fixed_relative_date")
             if problem:
                 return Verdict(plan, "relative_date", problem, repairs)
+        if self.check_grounding:
+            for reason, check in (("request", lambda: request_problem(request.query, self.tools)),
+                                  ("ungrounded", lambda: ungrounded_problem(request.query, plan)),
+                                  ("unused_result", lambda: unused_result_problem(plan))):
+                problem = check()
+                if problem:
+                    return Verdict(plan, reason, problem, repairs)
         if self.dry_run is not None and plan.calls:
             failures = await self.dry_run(plan, request.today)
             if failures:
@@ -364,6 +388,54 @@ def fix_relative_date(query: str, today: dt.date, plan: Plan) -> Plan | None:
 
     calls = tuple(Call(id=c.id, name=c.name, args=fix(dict(c.args))) for c in plan.calls)
     return Plan(calls=calls, answer=plan.answer)
+
+
+def _folded(text: str) -> str:
+    """Case and accents folded (``"Zoë"`` matches ``"zoe"``)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def request_problem(query: str, tools: Iterable[str]) -> str:
+    """Why ``query`` does not read like a user's request (code, or a tool's name), or ""."""
+    if m := _CODE.search(query):
+        return f"the request holds code ({m.group(0)!r})"
+    for name in tools:
+        if "_" in name and re.search(rf"\b{re.escape(name)}\b", query):
+            return f"the request names the tool {name!r}"
+    return ""
+
+
+def ungrounded_problem(query: str, plan: Plan) -> str:
+    """The first contact name, address, phone number or placeholder in ``plan`` that ``query`` does not give, or ""."""
+    folded = _folded(query)
+    digits = re.sub(r"\D", "", query)
+    for call in plan.calls:
+        for key, value in call.args.items():
+            for leaf in _leaves(value):
+                if not isinstance(leaf, str):
+                    continue
+                text = leaf.strip()
+                if m := _PLACEHOLDER.search(text):
+                    return f"step {call.id}: {key}={text!r} is a placeholder ({m.group(0)})"
+                if key in _NAME_PARAMS and _folded(text) not in folded:
+                    return f"step {call.id}: {key}={text!r} is not in the request"
+                if _EMAIL.fullmatch(text) and _folded(text) not in folded:
+                    return f"step {call.id}: the address {text!r} is not in the request"
+                if _PHONE.fullmatch(text) and not _ISO_DATE.match(text) and re.sub(r"\D", "", text) not in digits:
+                    return f"step {call.id}: the number {text!r} is not in the request"
+    return ""
+
+
+def unused_result_problem(plan: Plan) -> str:
+    """The first lookup whose result no later step reads, in a plan that also acts; "" otherwise."""
+    if all(LOOKUP_NAME.match(c.name) for c in plan.calls):
+        return ""
+    read = {ref.step for c in plan.calls for ref in find_refs(c.args)}
+    for call in plan.calls:
+        if LOOKUP_NAME.match(call.name) and call.id not in read:
+            return f"step {call.id}: the result of {call.name}() is never used"
+    return ""
 
 
 def normalize_request(text: str) -> str:

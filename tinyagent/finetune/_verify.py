@@ -214,9 +214,12 @@ class Verifier:
             if problem:
                 return Verdict(plan, "relative_date", problem, repairs)
         if self.check_grounding:
-            for reason, check in (("request", lambda: request_problem(request.query, self.tools)),
-                                  ("ungrounded", lambda: ungrounded_problem(request.query, plan)),
-                                  ("unused_result", lambda: unused_result_problem(plan))):
+            checks: tuple[tuple[str, Callable[[], str]], ...] = (
+                ("request", lambda: request_problem(request.query, self.tools)),
+                ("ungrounded", lambda: ungrounded_problem(request.query, plan)),
+                ("unused_result", lambda: unused_result_problem(plan)),
+            )
+            for reason, check in checks:
                 problem = check()
                 if problem:
                     return Verdict(plan, reason, problem, repairs)

@@ -289,6 +289,9 @@ async def test_verifier_uses_the_grammar_of_the_offered_tools(smollm2_path: Path
         # The teacher pasted the call it was asked to motivate into the request.
         ("Email Sid, use the command: `send_email(to=['Sid'])`", GOOD, "request"),
         ("Run get_email_address for Sid and mail him the notes", GOOD, "request"),
+        ("Get_Email_Address('Sid') then email Sid the notes", GOOD, "request"),
+        ("They need to email Sid the notes", GOOD, "request"),
+        ("The user wants to email Sid the notes", GOOD, "request"),
         # A recipient the request never names (the student would learn to invent people).
         ("Email the team the notes",
          '1. get_email_address(name="John")\n2. send_email(to=[$1], subject="Notes")\n3. join()\n', "ungrounded"),
@@ -315,3 +318,4 @@ async def test_grounded_plans_pass_with_typos_accents_and_lookups_alone() -> Non
     assert (await verdict('1. get_email_address(name="Sid")\n2. join()\n', req("What is Sid's address?"))).ok
     assert (await verdict('1. send_email(to=["sid@example.com"], subject="Hi")\n2. join()\n',
                           req("Say hi to SID@example.com"))).ok
+    assert (await verdict(GOOD, req("Theo asked me to email Sid the notes"))).ok

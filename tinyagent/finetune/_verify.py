@@ -13,7 +13,8 @@ Checks, in order (the first failure names the drop reason):
 6. ``relative_date``: where the request names one relative date ("tomorrow", "next Friday", "in 3 days") and the
    plan passes ISO dates, one of them is that date.
 7. ``request``: the synthesized request reads like a user's, not like code: no backticks, no ``name(key=…)`` calls,
-   no tool names (small teachers sometimes paste the call they were asked to motivate).
+   no tool names (small teachers sometimes paste the call they were asked to motivate), and it is the user's own
+   words, not a description of them ("They need to …", "The user wants …").
 8. ``ungrounded``: every contact name a lookup takes (``name=``), every e-mail address and phone number in the plan
    appears in the request, and no argument is a template placeholder (``{date}``, ``<name>``): the teacher invented
    it, and the student would learn to invent recipients.
@@ -70,7 +71,11 @@ _ISO_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE = re.compile(r"\+?\(?\d[\d\s().-]{5,}\d")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}|<[^<>]*>|\[[A-Z][A-Z_ ]*\]")
-_CODE = re.compile(r"`|\b\w+\([^()]*=")
+_CODE = re.compile(r"`|\b\w+\([^()]*=|\b[a-z]+_[a-z_]+\(", re.IGNORECASE)
+_THIRD_PERSON = re.compile(
+    r"^\W*(?:the\s+)?(?:user|they|he|she|customer|client)\s+(?:needs?|wants?|asks?|would|is|are|has|have)\b",
+    re.IGNORECASE,
+)
 _NAME_PARAMS = frozenset({"name", "person", "contact", "contact_name"})
 
 
@@ -400,12 +405,14 @@ def _folded(text: str) -> str:
 
 
 def request_problem(query: str, tools: Iterable[str]) -> str:
-    """Why ``query`` does not read like a user's request (code, or a tool's name), or ""."""
+    """Why ``query`` does not read like a user's request (code, a tool's name, the third person), or ""."""
     if m := _CODE.search(query):
         return f"the request holds code ({m.group(0)!r})"
     for name in tools:
-        if "_" in name and re.search(rf"\b{re.escape(name)}\b", query):
+        if "_" in name and re.search(rf"\b{re.escape(name)}\b", query, re.IGNORECASE):
             return f"the request names the tool {name!r}"
+    if _THIRD_PERSON.match(query):
+        return "the request talks about the user instead of being the user's (\"They need to …\")"
     return ""
 
 

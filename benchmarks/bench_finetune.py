@@ -82,6 +82,7 @@ async def eval_model(name: str, path: Path, lora: Path | None, cases: list[Any],
         "strict_success": result["strict_success"], "mean_latency_s": result["mean_latency_s"],
         "size_mb": round(size / 1e6, 1), "by_category": result["by_category"],
         "errors": len(result["errors"]), "dag_failures": result["dag_failures"],
+        "predictions": result["predictions"],  # kept in the work folder for diagnosis, not in finetune.json
     }
 
 
@@ -206,7 +207,7 @@ def main() -> None:
         "tolerated_in_dry_run": stats.get("tolerated_in_dry_run", {}),
         "latency_s": {k: v["mean_latency_s"] for k, v in models.items()},
         "size_mb": {k: v["size_mb"] for k, v in models.items()},
-        "models": models,
+        "models": {k: {f: v for f, v in m.items() if f != "predictions"} for k, m in models.items()},
         "config": {
             "teacher": args.teacher, "student": args.student, "requests": args.examples, "steps": args.steps,
             "batch": args.batch, "grad_accum": args.grad_accum, "lr": args.lr, "max_length": args.max_length,

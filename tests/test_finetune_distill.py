@@ -59,8 +59,9 @@ HELPER = textwrap.dedent('''
             if "need no tool" in user:
                 return json.dumps([f"{g} {NAMES[(seed + i) % len(NAMES)]}, how is the weather on Mars?"
                                    for i, g in enumerate(["hello", "thanks a lot", "good morning", "hey"][:k])])
-            return json.dumps([f"Email {NAMES[(seed + 3 * i) % len(NAMES)]} about {TOPICS[(seed + i) % len(TOPICS)]}"
-                               for i in range(k)])
+            names = [NAMES[(seed + 3 * i) % len(NAMES)] for i in range(k)]
+            return json.dumps([("They need to email" if name == "Lena" else "Email")  # Lena's: third person
+                               + f" {name} about {TOPICS[(seed + i) % len(TOPICS)]}" for i, name in enumerate(names)])
         query = user.split("Request: ")[-1]
         if "Mars" in query:
             return "1. join()\\n"
@@ -113,9 +114,13 @@ async def test_distill_writes_verified_chat_jsonl_with_stats(tmp_path: Path, hel
     assert stats["kept"] == len(kept)
     assert stats["dropped"] == len(rejected) + stats["dropped_by_reason"].get("duplicate", 0)
     reasons = Counter(r["reason"] for r in rejected)
-    assert set(reasons) <= {"schema", "parse", "relative_date", "kind"}
+    assert set(reasons) <= {"schema", "parse", "relative_date", "kind", "request"}
     assert reasons["schema"] >= 1  # the Omar plans pass a string where a list is required
-    assert all("detail" in r and "teacher_text" in r for r in rejected)
+    assert reasons["request"] >= 1  # "They need to email Lena …"
+    assert all("detail" in r for r in rejected)
+    # A request that is not a user's is dropped before the teacher plans it; every other one has the teacher's text.
+    assert all(("teacher_text" in r) == (r["reason"] != "request") for r in rejected)
+    assert all(r["query"].startswith("They") for r in rejected if r["reason"] == "request")
 
     train, valid = lines(out / "train.jsonl"), lines(out / "valid.jsonl")
     assert len(train) + len(valid) == len(kept) and len(valid) >= 1
@@ -201,7 +206,7 @@ async def test_a_failing_teacher_is_reported(tmp_path: Path, helper) -> None:  #
     result = await distill(helper.TOOLS, Flaky(helper.script), out, config=DistillConfig(n_requests=4, batch_size=4,
                                                                                         mix={"single": 1.0}))
     assert result.kept == 0
-    assert {r["reason"] for r in lines(out / "rejected.jsonl")} == {"teacher_error"}
+    assert {r["reason"] for r in lines(out / "rejected.jsonl")} - {"request"} == {"teacher_error"}
 
 
 async def test_resume_refuses_a_different_configuration_and_can_start_over(tmp_path: Path, helper) -> None:  # type: ignore[no-untyped-def]

@@ -376,6 +376,11 @@ async def distill(
     async def one(req: SynthRequest) -> None:
         nonlocal retry_later
         example = by_query.get(req.query) if req.source == "example" else None
+        wording = verifier.request_problem(req) if example is None else ""
+        if wording:  # dropped before the teacher spends a plan on it
+            await store(rejected_log, {**req.to_json(), "reason": "request", "detail": wording}, req.kind,
+                        Verdict(None, "request", wording), None)
+            return
         if example is not None:
             # A user example plans through the same prompt (retrieval included) with its own plan as the answer.
             agent, recorder = make_agent(ScriptedModel([example.plan.to_text()], name="example"))

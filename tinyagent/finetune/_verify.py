@@ -220,7 +220,7 @@ class Verifier:
                 return Verdict(plan, "relative_date", problem, repairs)
         if self.check_grounding:
             checks: tuple[tuple[str, Callable[[], str]], ...] = (
-                ("request", lambda: request_problem(request.query, self.tools)),
+                ("request", lambda: self.request_problem(request)),
                 ("ungrounded", lambda: ungrounded_problem(request.query, plan)),
                 ("unused_result", lambda: unused_result_problem(plan)),
             )
@@ -234,6 +234,10 @@ class Verifier:
                 detail = "; ".join(f"step {k}: {v}" for k, v in sorted(failures.items()))
                 return Verdict(plan, "dry_run", detail[:500], repairs)
         return Verdict(plan, None, "", repairs)
+
+    def request_problem(self, request: SynthRequest) -> str:
+        """Why the request itself is unusable (check 7), before any plan is made; "" when it is fine."""
+        return request_problem(request.query, self.tools) if self.check_grounding else ""
 
     def repair(self, plan: Plan) -> tuple[Plan, tuple[str, ...]]:
         """Reorder arguments to schema order, drop optional nulls, coerce static values; return what changed."""

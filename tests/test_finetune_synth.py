@@ -126,17 +126,3 @@ def test_add_typos_keeps_names_numbers_and_addresses() -> None:
         assert "Sid Patel" in v and "sid@example.com" in v and "3pm" in v
         assert v != text
         assert sum(a != b for a, b in zip(v.split(), text.split(), strict=False)) <= 4
-
-
-def test_style_examples_prefer_the_batch_tools_and_rotate() -> None:
-    from tinyagent.finetune._synth import BatchSpec, style_examples
-
-    def ex(query: str, *tools: str) -> Example:
-        return Example(query, Plan(calls=tuple(Call(id=i + 1, name=t, args={}) for i, t in enumerate(tools))))
-
-    pool = [ex(f"q{i}", "other") for i in range(6)] + [ex("mail Sid", "send_email")]
-    day = dt.date(2026, 12, 2)
-    shown = style_examples(BatchSpec("b00001", "single", ("send_email",), 5, day), pool)
-    assert shown[0].query == "mail Sid" and len(shown) == 4
-    firsts = {style_examples(BatchSpec(f"b{i:05d}", "no_tool", (), 5, day), pool)[0].query for i in range(20)}
-    assert len(firsts) > 2  # different batches see different examples

@@ -16,7 +16,6 @@ import datetime as dt
 import json
 import random
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -249,7 +248,7 @@ def request_messages(
     if hint:
         parts.append(f"Facts about the user's data you may use: {hint}")
     if examples:
-        shown = "\n".join(f"- {e.query}" for e in style_examples(spec, examples))
+        shown = "\n".join(f"- {e.query}" for e in examples[:4])
         parts.append(f"Requests users have written before (for style; do not copy them):\n{shown}")
     parts.append(f"Reply with a JSON list of {spec.count} strings and nothing else.")
     return [
@@ -257,18 +256,6 @@ def request_messages(
                                       "You reply with a JSON list of strings only."},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
-
-
-def style_examples(spec: BatchSpec, examples: Sequence[Example], k: int = 4) -> list[Example]:
-    """The user examples shown to the teacher for ``spec``: those that use its tools first, then a rotation of the
-    rest (so different batches see different styles), at most ``k``."""
-    wanted = set(spec.tools)
-    related = [e for e in examples if wanted & e.tool_names]
-    others = [e for e in examples if not wanted & e.tool_names]
-    if others:
-        shift = zlib.crc32(spec.id.encode()) % len(others)
-        others = others[shift:] + others[:shift]
-    return (related + others)[:k]
 
 
 def list_grammar(count: int, max_chars: int = _MAX_CHARS) -> str:

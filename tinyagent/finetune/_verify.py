@@ -38,7 +38,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
-import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -49,6 +48,7 @@ from .._grammar import GrammarOptions, plan_grammar
 from .._plan import END_OF_PLAN, Call, Plan, find_refs
 from .._plan_parser import check_call, parse_plan
 from .._schema import SchemaValidationError, validate_value
+from .._text import strip_accents
 from .._tools import Tool
 from ..errors import PlanParseError, PlanValidationError
 from ._grammar_check import GrammarChecker
@@ -404,8 +404,7 @@ def fix_relative_date(query: str, today: dt.date, plan: Plan) -> Plan | None:
 
 def _folded(text: str) -> str:
     """Case and accents folded (``"Zoë"`` matches ``"zoe"``)."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return strip_accents(text.casefold())
 
 
 def request_problem(query: str, tools: Iterable[str]) -> str:

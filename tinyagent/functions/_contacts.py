@@ -9,12 +9,12 @@ to guess between equally good matches.
 from __future__ import annotations
 
 import re
-import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._text import strip_accents
 from ..errors import MissingDependencyError
 from ._errors import AmbiguousContact, ContactNotFound
 from ._paths import atomic_write, safe_filename
@@ -49,9 +49,7 @@ _SUGGEST = 50.0
 
 def normalize_name(text: str) -> str:
     """Lower-case, strip diacritics and punctuation, collapse spaces (``"José Álvarez"`` -> ``"jose alvarez"``)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
-    stripped = stripped.replace("ß", "ss").replace("ø", "o").replace("æ", "ae").replace("ł", "l")
+    stripped = strip_accents(text).replace("ß", "ss").replace("ø", "o").replace("æ", "ae").replace("ł", "l")
     cleaned = re.sub(r"[^\w\s]|_", " ", stripped.casefold())
     return " ".join(cleaned.split())
 

@@ -23,7 +23,7 @@ from ._events import (
 )
 from ._grammar import GrammarOptions
 from ._plan import Call, Example, Plan, Ref
-from ._tools import ConfirmationRequest, ConfirmHook, Tool, ToolContext, ToolRegistry, tool
+from ._tools import ConfirmationRequest, ConfirmHook, Effects, Tool, ToolContext, ToolRegistry, tool
 from .errors import TinyAgentError, UserError
 
 __version__ = "0.1.0"
@@ -35,6 +35,7 @@ __all__ = [
     "Call",
     "ConfirmHook",
     "ConfirmationRequest",
+    "Effects",
     "Example",
     "GrammarOptions",
     "Plan",

@@ -14,7 +14,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import docstring_parser
 import pydantic
@@ -30,7 +30,7 @@ from .errors import (
     ToolTimeout,
 )
 
-__all__ = ["ConfirmHook", "ConfirmationRequest", "Tool", "ToolContext", "ToolRegistry", "tool"]
+__all__ = ["ConfirmHook", "ConfirmationRequest", "Effects", "Tool", "ToolContext", "ToolRegistry", "tool"]
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 DEFAULT_TOOL_TIMEOUT = 60.0
@@ -89,6 +89,10 @@ class ToolContext:
             raise ConfirmationDenied(f"{self.tool_name}: the user did not confirm: {action}", tool=self.tool_name)
 
 
+Effects = Literal["read", "write", "destructive", "outgoing"]
+"""What a tool call does to the world (see :class:`Tool`)."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """A callable the planner may put in a plan.
@@ -103,6 +107,10 @@ class Tool:
         timeout: seconds before a call is cancelled; None means the agent's default.
         requires_confirmation: ask the app's confirmation hook before every call.
         returns: a short description of the result, shown to the planner.
+        effects: what a call does to the world, for safety checks and MCP hints: ``"read"`` (reads only),
+            ``"write"`` (changes local data, can be undone or is additive), ``"destructive"`` (deletes or
+            overwrites) or ``"outgoing"`` (sends something to someone: mail, messages, invitations).
+            An outgoing or destructive call whose target came from tool output asks for confirmation.
     """
 
     name: str
@@ -112,8 +120,24 @@ class Tool:
     timeout: float | None = None
     requires_confirmation: bool = False
     returns: str = ""
+    effects: Effects = "write"
     _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
     _context_param: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def read_only(self) -> bool:
+        """The tool only reads (MCP's ``readOnlyHint``)."""
+        return self.effects == "read"
+
+    @property
+    def destructive(self) -> bool:
+        """The tool deletes or overwrites data (MCP's ``destructiveHint``)."""
+        return self.effects == "destructive"
+
+    @property
+    def outgoing(self) -> bool:
+        """The tool sends something to someone else (mail, messages, invitations)."""
+        return self.effects == "outgoing"
 
     @property
     def executable(self) -> bool:
@@ -245,6 +269,7 @@ def _from_function(
     description: str | None,
     timeout: float | None,
     requires_confirmation: bool,
+    effects: Effects = "write",
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {fn!r}")
@@ -283,6 +308,7 @@ def _from_function(
         timeout=timeout,
         requires_confirmation=requires_confirmation,
         returns=(doc.returns.description or "") if doc.returns else "",
+        effects=effects,
         _model=model,
         _context_param=context_param,
     )
@@ -306,6 +332,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     requires_confirmation: bool = False,
+    effects: Effects = "write",
 ) -> Callable[[F], Tool]: ...
 
 
@@ -317,6 +344,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     requires_confirmation: bool = False,
+    effects: Effects = "write",
 ) -> Tool | Callable[[F], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`; works bare (``@tool``) and with options.
 
@@ -329,15 +357,16 @@ def tool(
         description: defaults to the docstring's summary.
         timeout: seconds before a call is cancelled.
         requires_confirmation: ask the app's confirmation hook before each call.
+        effects: ``"read"``, ``"write"``, ``"destructive"`` or ``"outgoing"`` (see :class:`Tool`).
 
     Raises:
         ToolDefinitionError: the function cannot be described (missing annotations, ``*args`` …).
     """
     if fn is not None:
-        return _from_function(fn, name, description, timeout, requires_confirmation)
+        return _from_function(fn, name, description, timeout, requires_confirmation, effects)
 
     def decorate(f: F) -> Tool:
-        return _from_function(f, name, description, timeout, requires_confirmation)
+        return _from_function(f, name, description, timeout, requires_confirmation, effects)
 
     return decorate
 

@@ -127,7 +127,7 @@ def llama_server(
     os.close(fd)
     log_path = Path(log_name)
     cmd = [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", "tinyagent.models.llama_server",
         "--model", str(model_path),
         "--host", "127.0.0.1",
         "--port", str(port),

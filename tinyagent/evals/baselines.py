@@ -79,7 +79,9 @@ class LlamaToolBaseline:
         if not path.is_file():
             raise ConfigurationError(f"GGUF file {path} does not exist")
         try:
-            import llama_cpp
+            import llama_cpp  # noqa: F401 - the extra must be installed
+
+            from ..models import new_llama
         except ImportError as exc:
             raise MissingDependencyError("llama-cpp-python", "llama") from exc
         self.mode: BaselineName = mode
@@ -87,7 +89,7 @@ class LlamaToolBaseline:
         self.system_prompt = system_prompt
         self.last_reply: str = ""
         try:
-            self._llm: Any = llama_cpp.Llama(
+            self._llm: Any = new_llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,

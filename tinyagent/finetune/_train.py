@@ -324,7 +324,7 @@ def train(
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     torch, transformers, peft, trl, datasets = _import_stack()
-    from ..models._llama import free_cores
+    from ..models import free_cores
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

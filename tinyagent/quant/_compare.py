@@ -75,16 +75,18 @@ def measure_speed(
         ModelError: llama.cpp could not load the file.
     """
     try:
-        import llama_cpp
+        import llama_cpp  # noqa: F401 - the extra must be installed
+
+        from ..models import new_llama
     except ImportError as exc:
         raise MissingDependencyError("llama-cpp-python", "llama") from exc
-    from ..models._llama import free_cores
+    from ..models import free_cores
 
     threads = n_threads or free_cores()
     start = time.perf_counter()
     try:
-        llm = llama_cpp.Llama(model_path=str(path), lora_path=str(lora_path) if lora_path else None, n_ctx=1024,
-                              n_threads=threads, n_threads_batch=threads, verbose=False)
+        llm = new_llama(model_path=str(path), lora_path=str(lora_path) if lora_path else None, n_ctx=1024,
+                        n_threads=threads, n_threads_batch=threads, verbose=False)
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"llama.cpp could not load {path}: {exc}") from exc
     load_s = time.perf_counter() - start

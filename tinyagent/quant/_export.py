@@ -269,7 +269,7 @@ def quantize(
         import llama_cpp
     except ImportError as exc:
         raise MissingDependencyError("llama-cpp-python", "llama") from exc
-    from ..models._llama import free_cores
+    from ..models import free_cores
 
     stem = source.stem[: -len("-f16")] if source.stem.lower().endswith("-f16") else source.stem
     target = Path(out) if out is not None else source.with_name(f"{stem}-{key}.gguf")

@@ -166,9 +166,11 @@ class LlamaCppEmbedder:
 
     def __init__(self, model_path: str | Path, *, threads: int = 2, n_ctx: int = 512, memo_size: int = 512) -> None:
         llama_cpp = require("llama_cpp", "llama", package="llama-cpp-python")
+        from ..models import new_llama
+
         self._np = require("numpy")
         try:
-            self._llm = llama_cpp.Llama(
+            self._llm = new_llama(
                 model_path=str(model_path),
                 embedding=True,
                 n_ctx=n_ctx,

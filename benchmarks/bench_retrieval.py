@@ -72,7 +72,7 @@ class TokenCounter:
         import llama_cpp
 
         from tinyagent.models import ModelCatalog
-        from tinyagent.models._llama import _template_formatter
+        from tinyagent.models.llama._processors import _template_formatter
 
         self._llm = llama_cpp.Llama(model_path=str(ModelCatalog().path(model_name)), vocab_only=True, verbose=False)
         self._format = _template_formatter(self._llm)

@@ -81,8 +81,7 @@ def test_the_whole_pipeline_in_one_resumable_command(tmp_path: Path, smollm2_pat
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed: pip install 'tinyagent[finetune]'")
     from tinyagent.apps import finetune_on_device as app
-    from tinyagent.models import ModelCatalog
-    from tinyagent.models._catalog import cache_dir
+    from tinyagent.models import ModelCatalog, cache_dir
     from tinyagent.quant import ensure_scripts
 
     # Share the expensive caches (llama.cpp's scripts, the dequantized base) but keep the catalog registry private.

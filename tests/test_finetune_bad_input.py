@@ -137,7 +137,7 @@ def test_a_corrupt_gguf_or_hugging_face_base_is_a_training_error(tmp_path: Path)
 
 def _copy_tokenizer(target: Path) -> None:
     """SmolLM2's tokenizer files from the dequantized base cache (skips when that cache does not exist yet)."""
-    from tinyagent.models._catalog import cache_dir
+    from tinyagent.models import cache_dir
 
     sources = sorted((cache_dir() / "hf-base").glob("SmolLM2-135M*/tokenizer.json"))
     if not sources:

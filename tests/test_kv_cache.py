@@ -10,7 +10,7 @@ import pytest
 
 from tinyagent._prompts import _PLANNER_RULES
 from tinyagent.models import LlamaCppModel, ModelRequest
-from tinyagent.models._llama import _PrefixStore, _Snapshot
+from tinyagent.models.llama._kv_cache import _PrefixStore, _Snapshot
 
 _TOOLS = "\n".join(
     f"- tool_{i}(name: str, count: int = optional, when: str = optional): does thing number {i} with the {w} store."
@@ -93,7 +93,7 @@ async def test_damaged_files_are_deleted_and_ignored(
     async def answers_without_the_file(warning: str) -> None:
         caplog.clear()
         model = _model(smollm2_path, root)
-        with caplog.at_level(logging.WARNING, logger="tinyagent.models._llama"):
+        with caplog.at_level(logging.WARNING, logger="tinyagent.models.llama"):
             text, _ = await _ask(model, SYSTEM_A)
         assert text == uncached["A"]
         assert model.last_prefix_loaded == 0

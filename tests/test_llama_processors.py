@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tinyagent.models import Preference
-from tinyagent.models._llama import _LogprobTracker, _Preferences
+from tinyagent.models.llama._processors import _LogprobTracker, _Preferences
 
 VOCAB = [b"1. ", b"join", b"()", b"\xc3", b"\xa9", b" ", b"x"]  # ids 3+4 are the two bytes of "é"
 

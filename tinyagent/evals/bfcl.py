@@ -140,7 +140,7 @@ def ensure_data(cache_dir: str | Path | None = None) -> Path:
         BfclDataError: pip could not download the wheel (no network, or no registry access).
     """
     if cache_dir is None:
-        from ..models._catalog import cache_dir as tinyagent_cache
+        from ..models import cache_dir as tinyagent_cache
 
         cache_dir = tinyagent_cache() / "bfcl"
     folder = Path(cache_dir)

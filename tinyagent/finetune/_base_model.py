@@ -93,7 +93,7 @@ def resolve_base(base: str | Path, cache: str | Path | None = None) -> BaseModel
 
         catalog_name = str(base)
         gguf_path = ModelCatalog().path(catalog_name)
-    from ..models._catalog import cache_dir
+    from ..models import cache_dir
 
     root = Path(cache).expanduser() if cache is not None else cache_dir() / "hf-base"
     target = root / f"{gguf_path.stem}-{_fingerprint(gguf_path)}"

@@ -12,6 +12,7 @@ from ._base import Completion, Model, ModelRequest, Preference, Pricing, Usage
 from ._scripted import ScriptedModel
 
 if TYPE_CHECKING:
+    from ._cache import cache_dir
     from ._catalog import CatalogEntry, ModelCatalog
     from ._cpu import (
         CpuFeatures,
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
         llama_load_params,
         new_llama,
     )
-    from ._llama import LlamaCppModel
     from ._openai import OpenAIModel
+    from .llama import LlamaCppModel
 
 ALLOW_MODEL_REQUESTS = True
 
@@ -42,6 +43,7 @@ __all__ = [
     "Pricing",
     "ScriptedModel",
     "Usage",
+    "cache_dir",
     "cpu_features",
     "free_cores",
     "llama_build_features",
@@ -51,7 +53,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "LlamaCppModel": "._llama",
+    "LlamaCppModel": ".llama",
+    "cache_dir": "._cache",
     "OpenAIModel": "._openai",
     "ModelCatalog": "._catalog",
     "CatalogEntry": "._catalog",

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, ModelIntegrityError
 from ._base import Model
+from ._cache import cache_dir
 
 __all__ = ["CatalogEntry", "ModelCatalog", "cache_dir", "load_model", "DEFAULT_MODEL"]
 
@@ -130,16 +131,6 @@ BUILTIN: dict[str, CatalogEntry] = {
         ),
     )
 }
-
-
-def cache_dir() -> Path:
-    """tinyagent's cache directory: ``$TINYAGENT_CACHE``, else the platform's user cache dir."""
-    env = os.environ.get("TINYAGENT_CACHE")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("tinyagent"))
 
 
 def sha256_file(path: Path) -> str:
@@ -414,7 +405,7 @@ def load_model(name_or_path: str | Path | None = None, **kwargs: Any) -> Model:
 
         url, _, model = spec[len("openai:"):].partition("#")
         return OpenAIModel(base_url=url, model=model or "default", **kwargs)
-    from ._llama import LlamaCppModel
+    from .llama import LlamaCppModel
 
     if spec.endswith(".gguf") or os.sep in spec:
         return LlamaCppModel(path=spec, **kwargs)

@@ -129,7 +129,7 @@ def planning_accuracy(
         :func:`tinyagent.scoring.evaluate`'s result.
     """
     from .._agent import Agent
-    from ..models._llama import LlamaCppModel
+    from ..models import LlamaCppModel
     from ..scoring import evaluate
 
     tool_list = list(tools)

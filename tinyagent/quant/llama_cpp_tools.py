@@ -88,7 +88,7 @@ def default_llama_cpp_version() -> str:
 
 
 def _default_cache() -> Path:
-    from ..models._catalog import cache_dir
+    from ..models import cache_dir
 
     return cache_dir() / "llama.cpp-scripts"
 

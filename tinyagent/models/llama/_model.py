@@ -1,0 +1,299 @@
+"""llama.cpp (llama-cpp-python) backend for GGUF models."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ...errors import ConfigurationError, MissingDependencyError, ModelError
+from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
+from .._cpu import free_cores, new_llama
+from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _model_identity, _PrefixStore
+from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
+
+__all__ = ["LlamaCppModel"]
+
+log = logging.getLogger("tinyagent.models.llama")
+
+
+class LlamaCppModel(PrefixCaching, Model):
+    """A GGUF model run in-process by llama.cpp.
+
+    Args:
+        name: a catalog name (``qwen2.5-coder-1.5b`` …); the file is assembled and its sha256 verified.
+        path: a GGUF path instead of a catalog name (verified only if ``sha256`` is given).
+        sha256: the expected hash of ``path``.
+        lora_path: a LoRA adapter GGUF applied over the model.
+        n_ctx: context length.
+        n_threads: CPU threads; default: the cores free right now.
+        chat_format: llama.cpp chat format; default: the GGUF's own template.
+        seed: sampling seed.
+        pricing: price per token (0 for local models).
+        prefix_cache_dir: where saved prompt prefixes live (see below); ``"default"``: ``cache_dir() / "kv"``;
+            None disables the cache (so does the environment variable ``TINYAGENT_KV_CACHE=0``).
+        prefix_cache_max_bytes: size cap of that folder; the least recently used files go first.
+        prefix_cache_min_tokens: shorter prefixes are not worth a file.
+
+    Generation is serialised with a lock, because a ``Llama`` instance is not thread-safe.
+
+    **Prompt-prefix cache on disk.** Within one process llama.cpp reuses its KV cache for the longest common token
+    prefix of consecutive prompts; across processes (a one-shot ``tinyagent run``) nothing would be reused, and a
+    planner prompt of ~1,800 tokens takes about a minute on two cores. So the KV state of a prompt's static prefix
+    is saved to a file once, and later processes load it and evaluate only the rest.
+
+    Which prefix: the planner's system message (rules, tools, few-shot examples) comes first and the request last
+    (see ``tinyagent._prompts``), but the examples, and with a retriever the tools, are chosen per request. So the
+    first prompt that resembles nothing saved saves its whole system message; when a later prompt (in this process
+    or from a file) shares only part of an earlier one, the shared part, if it lies within the system message, is
+    saved too: that is the part that is static (the rules and tools). Request-specific text (after the system
+    message) is never saved, so a new request costs no new file once its static part is known. The system
+    message's end, in tokens, is the longest common prefix of the prompt and of its text cut after the system
+    message's content, so a template that merges tokens across that point only shortens the prefix.
+
+    How: the prefix to save is evaluated just before the rest of the prompt (no extra work), its KV cells are copied
+    with ``llama_state_seq_get_data`` (KV only, not the logits), and the file is written after the completion,
+    atomically (temporary file + rename), so concurrent processes at worst write the same file twice. A file is
+    named after a hash of the model file (path, size, mtime), LoRA, ``n_ctx``, the llama-cpp-python version and the
+    tokens; it holds the tokens and a CRC32, and one that does not check out is deleted with a warning and ignored.
+    Before a prompt is evaluated, the saved file sharing the most leading tokens with it (if more than the
+    in-memory KV cache does) is loaded with ``llama_state_seq_set_data`` and cut to the shared part, and
+    llama-cpp-python evaluates only the remaining tokens. Greedy output is the same as without the cache (the tests
+    check it). ``last_prompt_tokens_evaluated`` and ``last_prefix_loaded`` tell what the last request cost.
+
+    Raises:
+        MissingDependencyError: llama-cpp-python is not installed.
+        ModelIntegrityError: the file is missing, corrupt or tampered with.
+        ModelError: llama.cpp could not load the file.
+    """
+
+    supports_grammar = True
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        path: str | Path | None = None,
+        sha256: str | None = None,
+        lora_path: str | Path | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        chat_format: str | None = None,
+        seed: int = 0,
+        pricing: Pricing | None = None,
+        catalog: Any = None,
+        prefix_cache_dir: str | Path | Literal["default"] | None = "default",
+        prefix_cache_max_bytes: int = 1 << 30,
+        prefix_cache_min_tokens: int = 256,
+    ) -> None:
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise MissingDependencyError("llama-cpp-python", "llama") from exc
+        from .._catalog import CatalogEntry, ModelCatalog
+
+        if (name is None) == (path is None):
+            raise ConfigurationError("give LlamaCppModel either a catalog name or a path, not both or neither")
+        cat = catalog or ModelCatalog()
+        if name is not None:
+            model_path = cat.path(name)
+            lora = lora_path or cat.lora_path(name)
+            self.name = name
+        else:
+            model_path = Path(str(path)).expanduser()
+            if not model_path.is_file():
+                raise ConfigurationError(f"GGUF file {model_path} does not exist")
+            if sha256:
+                entry = CatalogEntry(name=model_path.name, description="", sha256=sha256)
+                cat._verify(model_path, entry)
+            lora = lora_path
+            self.name = model_path.stem
+        self.path = model_path
+        self.n_threads = n_threads or free_cores()
+        self.pricing = pricing or Pricing()
+        self._lock = threading.Lock()
+        self._tokenize_lock = threading.Lock()
+        log.info("loading %s (%s) with %d thread(s)", self.name, model_path, self.n_threads)
+        try:
+            self._llm = new_llama(
+                model_path=str(model_path),
+                lora_path=str(lora) if lora else None,
+                n_ctx=n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                chat_format=chat_format,
+                seed=seed,
+                verbose=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError on bad files
+            raise ModelError(f"llama.cpp could not load {model_path}: {exc}") from exc
+        self.n_ctx = n_ctx
+        self._formatter = _template_formatter(self._llm)
+        self.last_prompt_tokens_evaluated: int | None = None
+        """Prompt tokens llama.cpp evaluated for the last request (None when unknown: the model has no template)."""
+        self.last_prefix_loaded = 0
+        """Prompt tokens of the last request whose KV state came from the prefix cache on disk."""
+        self._prefix_min_tokens = max(1, prefix_cache_min_tokens)
+        self._prefix_store: _PrefixStore | None = None
+        recurrent = getattr(self._llm, "_is_recurrent", False) or getattr(self._llm, "_is_hybrid", False)
+        if prefix_cache_dir is not None and _cache_enabled_by_env() and self._tokens_predictable() and not recurrent:
+            from .._cache import cache_dir
+
+            root = cache_dir() / "kv" if prefix_cache_dir == "default" else Path(prefix_cache_dir).expanduser()
+            identity = _model_identity(llama_cpp.__version__, n_ctx, model_path, Path(str(lora)) if lora else None)
+            self._prefix_store = _PrefixStore(root, identity, prefix_cache_max_bytes)
+
+    @property
+    def llama(self) -> Any:
+        """The underlying ``llama_cpp.Llama`` (for advanced use; take :attr:`lock` around calls)."""
+        return self._llm
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock that serialises calls into llama.cpp."""
+        return self._lock
+
+    def count_tokens(self, text: str) -> int:
+        with self._tokenize_lock:
+            return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def prompt_tokens(self, messages: Sequence[dict[str, Any]]) -> int:
+        """Tokens of ``messages`` once formatted by the chat template."""
+        text = self.format_prompt(messages)
+        return self.count_tokens(text)
+
+    def format_prompt(self, messages: Sequence[dict[str, Any]]) -> str:
+        """``messages`` rendered by the model's chat template, up to the assistant turn."""
+        if self._formatter is not None:
+            return str(self._formatter(messages=list(messages)).prompt)
+        return "".join(f"<|{m.get('role')}|>\n{m.get('content')}\n" for m in messages)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | Completion]:
+        check_allowed(self.name)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        stop = threading.Event()
+        thread = threading.Thread(target=self._generate, args=(request, loop, queue, stop), daemon=True)
+        thread.start()
+        try:
+            while True:
+                kind, payload = await queue.get()
+                if kind == "text":
+                    yield payload
+                elif kind == "done":
+                    yield payload
+                    return
+                else:
+                    raise payload
+        finally:
+            # The consumer stopped early (cancelled, or it saw the end of the plan): stop generating.
+            stop.set()
+
+    def _generate(
+        self,
+        request: ModelRequest,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue[tuple[str, Any]],
+        stop: threading.Event,
+    ) -> None:
+        def put(kind: str, payload: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
+
+        try:
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            logprob = _LogprobTracker() if request.logprobs else None
+            prefer = _Preferences(self, request.prefer, logprob) if request.prefer else None
+            fast: _GreedyGrammar | None = None
+            grammar = None
+            if request.grammar and request.temperature == 0:
+                fast = _GreedyGrammar(self._llm, request.grammar)
+            elif request.grammar:
+                grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
+            with self._lock:
+                start = time.perf_counter()
+                tokens, evaluated, snapshot = self._prepare_prompt(request.messages)
+                if tokens is not None:
+                    evaluated += self._expected_evaluation(tokens)
+                ttft = 0.0
+                parts: list[str] = []
+                finish: str = "stop"
+                usage = Usage()
+                kwargs: dict[str, Any] = dict(
+                    messages=list(request.messages),
+                    grammar=grammar,
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    stop=list(request.stop) or None,
+                    stream=True,
+                )
+                if request.temperature == 0:
+                    kwargs.update(top_k=1)
+                processors: list[Any] = [p for p in (logprob, prefer, fast) if p is not None]
+                if processors:
+                    kwargs["logits_processor"] = _processor_list(processors)
+                chunks: Any = self._llm.create_chat_completion(**kwargs)
+                for chunk in chunks:
+                    if stop.is_set():
+                        finish = "cancelled"
+                        break
+                    choice = chunk["choices"][0]
+                    delta = choice.get("delta", {}).get("content")
+                    if delta:
+                        if not parts:
+                            ttft = time.perf_counter() - start
+                        parts.append(delta)
+                        put("text", delta)
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
+                text = "".join(parts)
+                usage = Usage(self.prompt_tokens(request.messages), len(parts), 1)
+                self.last_prompt_tokens_evaluated = evaluated if tokens is not None else None
+                self._check_prediction(tokens)
+            if fast is not None:
+                fast.close()
+            if snapshot is not None and self._prefix_store is not None:
+                self._prefix_store.write(snapshot)
+            put(
+                "done",
+                Completion(
+                    text=text,
+                    usage=usage,
+                    model=self.name,
+                    finish_reason=finish,
+                    mean_logprob=logprob.mean() if logprob else None,
+                    ttft_s=ttft,
+                    elapsed_s=time.perf_counter() - start,
+                    preference_probs=tuple(prefer.seen) if prefer else (),
+                ),
+            )
+        except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
+            err = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: generation failed: {exc}")
+            err.__cause__ = exc if err is not exc else None
+            put("error", err)
+
+    def opening_tokens(self, text: str) -> tuple[frozenset[int], frozenset[int]]:
+        """The token ids that open ``text``: ``(after a space, not after a space)``, memoised."""
+        cache: dict[str, tuple[frozenset[int], frozenset[int]]] = self.__dict__.setdefault("_openers", {})
+        if text not in cache:
+            def first(piece: str) -> int | None:
+                with self._tokenize_lock:
+                    ids = self._llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False)
+                return int(ids[0]) if ids else None
+
+            bare, spaced = first(text), first(" " + text)
+            after_space = frozenset(i for i in (bare,) if i is not None)
+            cache[text] = (after_space, frozenset(i for i in (bare, spaced) if i is not None))
+        return cache[text]
+
+    def __repr__(self) -> str:
+        return f"LlamaCppModel(name={self.name!r}, n_threads={self.n_threads})"
+
+    async def aclose(self) -> None:
+        with self._lock:
+            self._llm.close()
+

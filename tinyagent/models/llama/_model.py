@@ -6,13 +6,14 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from ...errors import ConfigurationError, MissingDependencyError, ModelError
 from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
 from .._cpu import free_cores, new_llama
+from ._decode import DecodeStats, GrammarEngine, greedy_decode
 from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _model_identity, _PrefixStore
 from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
 
@@ -38,6 +39,10 @@ class LlamaCppModel(PrefixCaching, Model):
             None disables the cache (so does the environment variable ``TINYAGENT_KV_CACHE=0``).
         prefix_cache_max_bytes: size cap of that folder; the least recently used files go first.
         prefix_cache_min_tokens: shorter prefixes are not worth a file.
+        decoder: how greedy requests decode: ``"speculative"`` (default: tinyagent's own loop, llguidance for the
+            grammar, forced tokens and prompt-lookup drafts verified in batches; see ``_decode``), ``"greedy"`` (the
+            same loop, one token per forward pass; the output is identical) or ``"llama"`` (llama-cpp-python's
+            completion loop with the GBNF grammar). Sampling (temperature > 0) always uses llama-cpp-python's loop.
 
     Generation is serialised with a lock, because a ``Llama`` instance is not thread-safe.
 
@@ -89,6 +94,7 @@ class LlamaCppModel(PrefixCaching, Model):
         prefix_cache_dir: str | Path | Literal["default"] | None = "default",
         prefix_cache_max_bytes: int = 1 << 30,
         prefix_cache_min_tokens: int = 256,
+        decoder: Literal["speculative", "greedy", "llama"] = "speculative",
     ) -> None:
         try:
             import llama_cpp
@@ -132,6 +138,10 @@ class LlamaCppModel(PrefixCaching, Model):
         except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError on bad files
             raise ModelError(f"llama.cpp could not load {model_path}: {exc}") from exc
         self.n_ctx = n_ctx
+        self.decoder = decoder
+        self._grammar_engine: GrammarEngine | None = None
+        self.last_decode: DecodeStats | None = None
+        """What the last greedy decode did (tokens, forward passes, accepted drafts); None after llama-cpp-python's."""
         self._formatter = _template_formatter(self._llm)
         self.last_prompt_tokens_evaluated: int | None = None
         """Prompt tokens llama.cpp evaluated for the last request (None when unknown: the model has no template)."""
@@ -204,77 +214,102 @@ class LlamaCppModel(PrefixCaching, Model):
             loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
 
         try:
-            from llama_cpp.llama_grammar import LlamaGrammar
-
             logprob = _LogprobTracker() if request.logprobs else None
             prefer = _Preferences(self, request.prefer, logprob) if request.prefer else None
-            fast: _GreedyGrammar | None = None
-            grammar = None
-            if request.grammar and request.temperature == 0:
-                fast = _GreedyGrammar(self._llm, request.grammar)
-            elif request.grammar:
-                grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
+            processors: list[Any] = [p for p in (logprob, prefer) if p is not None]
             with self._lock:
                 start = time.perf_counter()
                 tokens, evaluated, snapshot = self._prepare_prompt(request.messages)
                 if tokens is not None:
                     evaluated += self._expected_evaluation(tokens)
-                ttft = 0.0
-                parts: list[str] = []
-                finish: str = "stop"
-                usage = Usage()
-                kwargs: dict[str, Any] = dict(
-                    messages=list(request.messages),
-                    grammar=grammar,
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    stop=list(request.stop) or None,
-                    stream=True,
-                )
-                if request.temperature == 0:
-                    kwargs.update(top_k=1)
-                processors: list[Any] = [p for p in (logprob, prefer, fast) if p is not None]
-                if processors:
-                    kwargs["logits_processor"] = _processor_list(processors)
-                chunks: Any = self._llm.create_chat_completion(**kwargs)
-                for chunk in chunks:
-                    if stop.is_set():
-                        finish = "cancelled"
-                        break
-                    choice = chunk["choices"][0]
-                    delta = choice.get("delta", {}).get("content")
-                    if delta:
-                        if not parts:
-                            ttft = time.perf_counter() - start
-                        parts.append(delta)
-                        put("text", delta)
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
-                text = "".join(parts)
-                usage = Usage(self.prompt_tokens(request.messages), len(parts), 1)
+                first: list[float] = []
+
+                def emit(piece: str) -> None:
+                    if not first:
+                        first.append(time.perf_counter() - start)
+                    put("text", piece)
+
+                matcher = self._matcher(request, tokens)
+                if matcher is not None:
+                    text, n_out, finish = self._decode_greedy(request, tokens, matcher, processors, emit, stop)
+                else:
+                    text, n_out, finish = self._decode_llama(request, processors, emit, stop)
+                    self._check_prediction(tokens)
+                usage = Usage(self.prompt_tokens(request.messages), n_out, 1)
                 self.last_prompt_tokens_evaluated = evaluated if tokens is not None else None
-                self._check_prediction(tokens)
-            if fast is not None:
-                fast.close()
             if snapshot is not None and self._prefix_store is not None:
                 self._prefix_store.write(snapshot)
-            put(
-                "done",
-                Completion(
-                    text=text,
-                    usage=usage,
-                    model=self.name,
-                    finish_reason=finish,
-                    mean_logprob=logprob.mean() if logprob else None,
-                    ttft_s=ttft,
-                    elapsed_s=time.perf_counter() - start,
-                    preference_probs=tuple(prefer.seen) if prefer else (),
-                ),
-            )
+            put("done", Completion(
+                text=text, usage=usage, model=self.name, finish_reason=finish,
+                mean_logprob=logprob.mean() if logprob else None, ttft_s=first[0] if first else 0.0,
+                elapsed_s=time.perf_counter() - start, preference_probs=tuple(prefer.seen) if prefer else (),
+            ))
         except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
             err = exc if isinstance(exc, ModelError) else ModelError(f"{self.name}: generation failed: {exc}")
             err.__cause__ = exc if err is not exc else None
             put("error", err)
+
+    _FREE_TEXT = object()
+    """``_matcher``'s answer for a greedy request without a grammar (own decoder, no grammar)."""
+
+    def _matcher(self, request: ModelRequest, tokens: Any) -> Any:
+        """What the own greedy decoder runs with: an llguidance matcher, ``_FREE_TEXT``, or None (llama-cpp-python's
+        own path: sampling, an unpredictable prompt, the decoder turned off, or a grammar llguidance cannot take)."""
+        if self.decoder == "llama" or request.temperature != 0 or tokens is None:
+            return None
+        if not request.grammar:
+            return self._FREE_TEXT
+        if self._grammar_engine is None:
+            self._grammar_engine = GrammarEngine(self._llm)
+        return self._grammar_engine.matcher(request.grammar)
+
+    def _decode_greedy(self, request: ModelRequest, tokens: Any, matcher: Any, processors: list[Any],
+                       emit: Callable[[str], None], stop: threading.Event) -> tuple[str, int, str]:
+        stats = greedy_decode(
+            self._llm, [int(t) for t in tokens], matcher=None if matcher is self._FREE_TEXT else matcher,
+            max_tokens=request.max_tokens, stop=request.stop, processors=processors,
+            speculate=self.decoder == "speculative", on_text=emit, cancelled=stop.is_set,
+        )
+        self._llm._requires_eval = True  # the logits left in the context may belong to a rejected draft token
+        self.last_decode = stats
+        return stats.text, stats.tokens, stats.finish
+
+    def _decode_llama(self, request: ModelRequest, processors: list[Any], emit: Callable[[str], None],
+                      stop: threading.Event) -> tuple[str, int, str]:
+        """llama-cpp-python's own completion loop (sampling, or greedy with the GBNF checked on the best token)."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        fast: _GreedyGrammar | None = None
+        grammar = None
+        if request.grammar and request.temperature == 0:
+            fast = _GreedyGrammar(self._llm, request.grammar)
+            processors = [*processors, fast]
+        elif request.grammar:
+            grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
+        kwargs: dict[str, Any] = dict(messages=list(request.messages), grammar=grammar, max_tokens=request.max_tokens,
+                                      temperature=request.temperature, stop=list(request.stop) or None, stream=True)
+        if request.temperature == 0:
+            kwargs.update(top_k=1)
+        if processors:
+            kwargs["logits_processor"] = _processor_list(processors)
+        parts: list[str] = []
+        finish = "stop"
+        try:
+            for chunk in self._llm.create_chat_completion(**kwargs):
+                if stop.is_set():
+                    finish = "cancelled"
+                    break
+                choice = chunk["choices"][0]
+                delta = choice.get("delta", {}).get("content")
+                if delta:
+                    parts.append(delta)
+                    emit(delta)
+                finish = choice.get("finish_reason") or finish
+        finally:
+            if fast is not None:
+                fast.close()
+        self.last_decode = None
+        return "".join(parts), len(parts), finish
 
     def opening_tokens(self, text: str) -> tuple[frozenset[int], frozenset[int]]:
         """The token ids that open ``text``: ``(after a space, not after a space)``, memoised."""

@@ -1,0 +1,190 @@
+"""The greedy draft-and-verify decoder: prompt lookup, stop strings, and the same plans token for token with and
+without fast-forward and speculation (real GGUFs), and the same text as llama-cpp-python's own loop.
+
+Free text is not compared: llama.cpp's CPU kernels round a batch of rows differently from one row (up to ~1 logit
+on a long context, measured), so where the model's two best tokens are that close, any change of batching (the
+prompt's, the prefix cache's, the drafts') may pick the other one. Under the plan grammar such ties are rare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tinyagent import Agent, tool
+from tinyagent.models import Completion, ModelRequest
+from tinyagent.models.llama._decode import _lookup, _Text
+
+
+class _Detok:
+    """A stand-in for ``Llama.detokenize``: token i is the i-th string."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    def detokenize(self, tokens: list[int], prev_tokens: Any = None) -> bytes:
+        return "".join(self.pieces[t] for t in tokens).encode()
+
+
+def test_lookup_copies_what_followed_the_last_ngram() -> None:
+    history = [1, 2, 3, 4, 5, 6, 9, 9, 2, 3, 4]
+    assert _lookup(history, 3) == [5, 6, 9]  # "2 3 4" seen before, followed by 5 6 9
+    assert _lookup([1, 2, 3], 4) == []  # nothing repeats
+    assert _lookup([7, 8, 1, 7, 8], 2) == [1, 7]  # falls back to a bigram
+
+
+def test_text_cuts_at_a_stop_string_and_holds_back_its_prefix() -> None:
+    llm = _Detok(["1. a()", "\n", "<END", "_OF", "_PLAN>", "tail"])
+    text = _Text(llm, ["<END_OF_PLAN>"])
+    assert not text.add(0) and not text.add(1)
+    assert text.ready() == "1. a()\n"
+    assert not text.add(2)
+    assert text.ready() == ""  # "<END" may start the stop string: held back
+    assert not text.add(3)
+    assert text.add(4)  # the stop string is complete
+    assert text.text == "1. a()\n" and text.ready(final=True) == ""
+
+
+def test_text_releases_a_held_back_prefix_that_did_not_stop() -> None:
+    text = _Text(_Detok(["x <", "b>"]), ["<END>"])
+    assert not text.add(0)
+    assert text.ready() == "x "
+    assert not text.add(1)
+    assert text.ready() == "<b>"
+
+
+def test_utf8_split_across_tokens_is_decoded_once_whole() -> None:
+    class Bytes:
+        def detokenize(self, tokens: list[int], prev_tokens: Any = None) -> bytes:
+            return [b"caf", b"\xc3", b"\xa9!"][tokens[0]]
+
+    text = _Text(Bytes(), [])
+    for t in range(3):
+        text.add(t)
+    assert text.text == "café!"
+
+
+# -- real models --------------------------------------------------------------------------------------------------
+@tool(effects="read")
+def get_email_address(name: str) -> str:
+    """Look up a contact's email address.
+
+    Args:
+        name: the contact's name.
+    """
+    return f"{name.lower()}@example.com"
+
+
+@tool(effects="outgoing")
+def send_email(to: list[str], subject: str, body: str = "") -> str:
+    """Send an email.
+
+    Args:
+        to: recipients' email addresses.
+        subject: the subject line.
+        body: the message.
+    """
+    return "sent"
+
+
+@tool(effects="write")
+def create_calendar_event(title: str, start: str, duration_minutes: int = 60) -> str:
+    """Put an event on the calendar.
+
+    Args:
+        title: what it is.
+        start: when it starts, YYYY-MM-DDTHH:MM.
+        duration_minutes: how long.
+    """
+    return "created"
+
+
+QUERIES = [
+    "Email Sid that lunch moved to noon and put lunch with Sid on my calendar for 2026-12-02 at 12:00",
+    "Send Anna and Bob an email titled Budget saying the budget is approved",
+]
+
+
+def _planner_request(model: Any, query: str) -> ModelRequest:
+    """The planner's real request for ``query`` (captured from the agent)."""
+    captured: list[ModelRequest] = []
+
+    class Capture:
+        name = "capture"
+        supports_grammar = True
+        pricing = model.pricing
+
+        def count_tokens(self, text: str) -> int:
+            return int(model.count_tokens(text))
+
+        def prompt_tokens(self, messages: Any) -> int:
+            return int(model.prompt_tokens(messages))
+
+        async def stream(self, request: ModelRequest) -> Any:
+            captured.append(request)
+            yield Completion(text="1. join()\n", model="capture")
+
+    agent = Agent(tools=[get_email_address, send_email, create_calendar_event], model=model)
+    original = model.stream
+    model.stream = Capture().stream  # type: ignore[method-assign]
+    try:
+        agent.plan_sync(query)
+    finally:
+        model.stream = original  # type: ignore[method-assign]
+    return captured[0]
+
+
+def _complete(model: Any, request: ModelRequest, decoder: str) -> tuple[str, list[int] | None, Any]:
+    model.decoder = decoder
+
+    async def go() -> Completion:
+        final = None
+        async for item in model.stream(request):
+            if isinstance(item, Completion):
+                final = item
+        assert final is not None
+        return final
+
+    completion = asyncio.run(go())
+    stats = model.last_decode
+    return completion.text, (list(stats.token_ids) if stats else None), stats
+
+
+def _check_same_plans(model: Any) -> list[Any]:
+    all_stats = []
+    for query in QUERIES:
+        request = _planner_request(model, query)
+        assert request.grammar and request.temperature == 0
+        plain_text, plain_ids, _ = _complete(model, request, "greedy")
+        fast_text, fast_ids, stats = _complete(model, request, "speculative")
+        llama_text, _, _ = _complete(model, request, "llama")
+        assert fast_ids == plain_ids, query  # token for token
+        assert fast_text == plain_text == llama_text, query
+        assert "join()" in fast_text
+        assert stats.forward_passes < stats.tokens  # some tokens came in batches
+        all_stats.append(stats)
+    return all_stats
+
+
+@pytest.mark.slow
+def test_same_plans_with_and_without_speculation_smollm2(smollm2_path: Path) -> None:
+    from tinyagent.models import LlamaCppModel
+
+    model = LlamaCppModel(path=smollm2_path, n_threads=2, prefix_cache_dir=None)
+    _check_same_plans(model)
+
+
+@pytest.mark.slow
+def test_same_plans_with_and_without_speculation_default_model() -> None:
+    from tinyagent.errors import ModelIntegrityError
+    from tinyagent.models import LlamaCppModel
+
+    try:
+        model = LlamaCppModel("qwen2.5-coder-1.5b", n_threads=2, prefix_cache_dir=None)
+    except ModelIntegrityError as exc:
+        pytest.skip(f"default model not available: {exc}")
+    stats = _check_same_plans(model)
+    assert sum(s.accepted for s in stats) >= sum(s.tokens for s in stats) // 3  # a third or more came in batches

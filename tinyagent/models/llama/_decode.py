@@ -1,0 +1,364 @@
+"""Greedy draft-and-verify decoding: the plan's known tokens are evaluated as a batch, at prompt speed.
+
+A plan's structure is known. After ``send_em`` the grammar allows only ``ail(to=``; the step number after a newline,
+``join()`` at the end and most punctuation are forced too; and plans copy names, dates and phrases from the request.
+Decoding those tokens one at a time costs a full forward pass each (memory-bound: ~40 ms for the 1.5B on two
+cores), while a batch of eight costs little more than one. So each step proposes a *draft* of the tokens that
+probably follow, and one forward pass over ``[chosen token, *draft]`` returns logits for every position:
+
+* **forced tokens** (llguidance's ``compute_ff_tokens``: the only continuation the grammar allows), else
+* **prompt lookup**: the tokens that followed the latest occurrence of the last few generated tokens in the prompt
+  or in the output so far, cut to what the grammar allows.
+
+Each drafted token is then *verified*: the model's own greedy choice at its position (with the grammar's mask and
+the logits processors, exactly as plain decoding would choose) must equal it; the first mismatch ends the draft,
+its KV cells are dropped, and the model's choice there is the next token. So the output is the plain greedy
+output, token for token (tests check it on a real GGUF), and a wrong draft costs only the batch's extra width.
+
+The grammar runs in llguidance (the engine behind llama.cpp's ``%llguidance``): the planner's GBNF is converted to
+its Lark dialect once per grammar; a token is checked against it in microseconds, and the full-vocabulary mask is
+computed only when the model's favourite token is not allowed.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("tinyagent.models.llama")
+
+__all__ = ["DecodeStats", "GrammarEngine", "greedy_decode"]
+
+_MAX_DRAFT = 12
+_LOOKUP_NGRAMS = (4, 3, 2)
+
+
+@dataclass
+class DecodeStats:
+    """What one greedy decode did.
+
+    Attributes:
+        tokens: tokens generated (the completion's length).
+        forward_passes: model evaluations after the prompt (one per batch).
+        drafted: draft tokens proposed; ``accepted`` of them matched the model's own choice.
+        forced: accepted tokens that came from the grammar's forced continuation.
+        masks: full-vocabulary grammar masks computed (the model's favourite was not allowed).
+    """
+
+    tokens: int = 0
+    forward_passes: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    forced: int = 0
+    masks: int = 0
+    finish: str = "stop"
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+
+
+class GrammarEngine:
+    """llguidance for one model: its tokenizer (built once, in the background) and compiled grammars (memoised)."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self._tokenizer: Any = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._grammars: dict[str, str] = {}
+        self._lock = threading.Lock()
+        threading.Thread(target=self._build, name="tinyagent-lltokenizer", daemon=True).start()
+
+    def _build(self) -> None:
+        try:
+            from llguidance.llamacpp import lltokenizer_from_vocab
+
+            with warnings.catch_warnings():
+                # llguidance 1.9 still calls llama-cpp-python's deprecated alias; the result is the same.
+                warnings.filterwarnings("ignore", "llama_token_get_attr is deprecated", DeprecationWarning)
+                self._tokenizer = lltokenizer_from_vocab(self._llm._model.vocab)
+        except Exception as exc:  # noqa: BLE001 - no llguidance, or an odd vocabulary: plain decoding is used
+            self._error = exc
+            log.info("llguidance unavailable for this model (greedy requests use llama-cpp-python's loop): %s", exc)
+        finally:
+            self._ready.set()
+
+    @property
+    def available(self) -> bool:
+        """Whether llguidance can run for this model (waits for the tokenizer)."""
+        self._ready.wait()
+        return self._tokenizer is not None
+
+    def matcher(self, gbnf: str) -> Any:
+        """A fresh llguidance matcher for a GBNF grammar, or None where it cannot be compiled."""
+        if not self.available:
+            return None
+        import llguidance
+
+        with self._lock:
+            lark = self._grammars.get(gbnf)
+            if lark is None:
+                try:
+                    from llguidance.gbnf_to_lark import gbnf_to_lark
+
+                    lark = llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(gbnf))
+                except Exception as exc:  # noqa: BLE001 - a grammar llguidance cannot take: plain decoding
+                    log.debug("llguidance cannot take this grammar: %s", exc)
+                    return None
+                if len(self._grammars) > 64:
+                    self._grammars.clear()
+                self._grammars[gbnf] = lark
+        matcher = llguidance.LLMatcher(self._tokenizer, lark, log_level=0)
+        return None if matcher.is_error() else matcher
+
+
+class _Sequence:
+    """The llama context's token sequence: evaluate batches, read logits, drop rejected positions."""
+
+    def __init__(self, llm: Any) -> None:
+        import llama_cpp
+        import numpy as np
+
+        self._llm = llm
+        self._api = llama_cpp
+        self._np = np
+        self.n_vocab = int(llm.n_vocab())
+
+    @property
+    def n(self) -> int:
+        return int(self._llm.n_tokens)
+
+    def start(self, prompt: Sequence[int]) -> Any:
+        """Evaluate ``prompt`` after the longest prefix already in the KV cache; return the last position's logits."""
+        llm = self._llm
+        common = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens], prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)  # at least one token is evaluated: its logits are needed
+        self.truncate(common)
+        llm.eval(list(prompt[common:]))
+        llm._requires_eval = False
+        return self._logits(-1)
+
+    def extend(self, tokens: Sequence[int]) -> list[Any]:
+        """Evaluate ``tokens`` as one batch and return the logits after each of them."""
+        llm = self._llm
+        n_past = self.n
+        llm._batch.set_batch(batch=list(tokens), n_past=n_past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[n_past : n_past + len(tokens)] = tokens
+        llm.n_tokens = n_past + len(tokens)
+        return [self._logits(i) for i in range(len(tokens))]
+
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` positions."""
+        if self._llm.n_tokens > n:
+            self._llm._ctx.kv_cache_seq_rm(-1, n, -1)
+        self._llm.n_tokens = n
+
+    def ids(self) -> Any:
+        return self._llm.input_ids[: self.n]
+
+    def _logits(self, i: int) -> Any:
+        ptr = self._api.llama_get_logits_ith(self._llm._ctx.ctx, i)
+        return self._np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+
+class _Chooser:
+    """The greedy choice at one position: logits processors, then the best token the grammar allows."""
+
+    def __init__(self, matcher: Any, processors: Sequence[Callable[[Any, Any], Any]], stats: DecodeStats) -> None:
+        import numpy as np
+
+        self._np = np
+        self.matcher = matcher
+        self._processors = processors
+        self._stats = stats
+
+    def choose(self, input_ids: Any, scores: Any) -> int:
+        np = self._np
+        for processor in self._processors:
+            scores = processor(input_ids, scores)
+        top = int(np.argmax(scores))
+        if self.matcher is None or self.matcher.validate_tokens([top]) == 1:
+            return top
+        self._stats.masks += 1
+        mask = np.frombuffer(self.matcher.compute_bitmask(), dtype=np.uint8)
+        allowed = np.unpackbits(mask, bitorder="little")[: len(scores)].astype(bool)
+        if not allowed.any():
+            return top
+        return int(np.argmax(np.where(allowed, scores, -np.inf)))
+
+    def accept(self, token: int) -> None:
+        if self.matcher is not None:
+            self.matcher.consume_token(token)
+
+    def forced(self) -> list[int]:
+        if self.matcher is None or self.matcher.is_stopped():
+            return []
+        return list(self.matcher.compute_ff_tokens())
+
+    def allowed_prefix(self, draft: list[int]) -> list[int]:
+        if self.matcher is None or not draft:
+            return draft
+        return draft[: int(self.matcher.validate_tokens(draft))]
+
+    @property
+    def finished(self) -> bool:
+        return self.matcher is not None and self.matcher.is_stopped()
+
+
+def _lookup(history: list[int], limit: int) -> list[int]:
+    """Prompt lookup: what followed the latest earlier occurrence of the last few tokens of ``history``."""
+    for n in _LOOKUP_NGRAMS:
+        if len(history) <= n:
+            continue
+        tail = history[-n:]
+        for start in range(len(history) - n - 1, -1, -1):
+            if history[start : start + n] == tail:
+                return history[start + n : start + n + limit]
+    return []
+
+
+class _Text:
+    """Detokenises incrementally and holds back text that may be the start of a stop string."""
+
+    def __init__(self, llm: Any, stop: Sequence[str]) -> None:
+        self._llm = llm
+        self._stop = [s for s in stop if s]
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._tokens: list[int] = []
+        self.text = ""
+        self._sent = 0
+
+    def add(self, token: int) -> bool:
+        """Append ``token``; True when a stop string has appeared (the text is cut before it)."""
+        piece = self._llm.detokenize([token], prev_tokens=self._tokens or None)
+        self._tokens.append(token)
+        self.text += self._decoder.decode(piece)
+        for s in self._stop:
+            at = self.text.find(s, max(0, self._sent - len(s)))
+            if at >= 0:
+                self.text = self.text[:at]
+                return True
+        return False
+
+    def ready(self, final: bool = False) -> str:
+        """The text not yet sent that can no longer turn into a stop string."""
+        end = len(self.text)
+        if not final:
+            for s in self._stop:
+                for k in range(min(len(s) - 1, len(self.text)), 0, -1):
+                    if s.startswith(self.text[-k:]):
+                        end = min(end, len(self.text) - k)
+                        break
+        out, self._sent = self.text[self._sent : end], max(self._sent, end)
+        return out
+
+
+def greedy_decode(
+    llm: Any,
+    prompt: Sequence[int],
+    *,
+    matcher: Any = None,
+    max_tokens: int = 512,
+    stop: Sequence[str] = (),
+    processors: Sequence[Callable[[Any, Any], Any]] = (),
+    speculate: bool = True,
+    on_text: Callable[[str], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> DecodeStats:
+    """Greedy decoding of ``prompt`` with grammar ``matcher`` (llguidance, or None) and draft-and-verify batches.
+
+    Args:
+        llm: a ``llama_cpp.Llama``; its KV cache prefix is reused and left holding the prompt and output.
+        prompt: the prompt's token ids.
+        matcher: an llguidance ``LLMatcher`` for the grammar, or None for free text.
+        max_tokens: the most tokens to generate.
+        stop: strings that end the output (not included in it).
+        processors: logits processors ``(input_ids, scores) -> scores``, run at every position, drafted or not.
+        speculate: propose drafts (False: one token per forward pass; the output is the same).
+        on_text: called with each new piece of text that is final.
+        cancelled: polled between batches; True stops with finish reason ``"cancelled"``.
+    """
+    stats = DecodeStats()
+    seq = _Sequence(llm)
+    chooser = _Chooser(matcher, processors, stats)
+    text = _Text(llm, stop)
+    eos = {int(llm.token_eos())}
+    history = [int(t) for t in prompt]
+    logits = seq.start(prompt)
+    token = chooser.choose(seq.ids(), logits)
+    while True:
+        if cancelled is not None and cancelled():
+            stats.finish = "cancelled"
+            break
+        if token in eos:
+            stats.finish = "stop"
+            break
+        chooser.accept(token)
+        history.append(token)
+        stats.tokens += 1
+        if text.add(token) or chooser.finished:
+            stats.finish = "stop"
+            break
+        if stats.tokens >= max_tokens:
+            stats.finish = "length"
+            break
+        draft, forced = _draft(chooser, history, max_tokens - stats.tokens) if speculate else ([], 0)
+        stats.drafted += len(draft)
+        stats.forward_passes += 1
+        batch_logits = seq.extend([token, *draft])
+        token, done = _verify(seq, chooser, text, history, draft, forced, batch_logits, stats)
+        if on_text is not None:
+            piece = text.ready()
+            if piece:
+                on_text(piece)
+        if done:
+            break
+    if on_text is not None:
+        piece = text.ready(final=True)
+        if piece:
+            on_text(piece)
+    stats.text = text.text
+    stats.token_ids = history[len(prompt):]
+    return stats
+
+
+def _draft(chooser: _Chooser, history: list[int], room: int) -> tuple[list[int], int]:
+    """The draft after the last accepted token, and how many of its tokens the grammar forces."""
+    limit = min(_MAX_DRAFT, room - 1)
+    if limit <= 0:
+        return [], 0
+    forced = chooser.forced()[:limit]
+    if forced:
+        return forced, len(forced)
+    return chooser.allowed_prefix(_lookup(history, limit)), 0
+
+
+def _verify(seq: _Sequence, chooser: _Chooser, text: _Text, history: list[int], draft: list[int], forced: int,
+            batch_logits: list[Any], stats: DecodeStats) -> tuple[int, bool]:
+    """Accept the draft's tokens while the model's own choice agrees; return the next token and whether to stop."""
+    base = seq.n - len(draft)  # positions up to and including the chosen token
+    eos = {int(seq._llm.token_eos())}
+    for j, drafted in enumerate(draft):
+        choice = chooser.choose(seq._llm.input_ids[: base + j], batch_logits[j])
+        if choice != drafted or drafted in eos:
+            seq.truncate(base + j)
+            return choice, False
+        chooser.accept(drafted)
+        history.append(drafted)
+        stats.tokens += 1
+        stats.accepted += 1
+        stats.forced += int(j < forced)
+        if text.add(drafted) or chooser.finished:
+            seq.truncate(base + j + 1)
+            stats.finish = "stop"
+            return drafted, True
+    return chooser.choose(seq.ids(), batch_logits[len(draft)]), False

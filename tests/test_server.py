@@ -586,3 +586,22 @@ def test_streaming_usage_when_asked(server: ServerThread) -> None:
     assert chunks[-1].choices == []
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
     assert {c.model for c in chunks} == {"m"}
+
+
+def test_agent_exception_is_a_500_the_sdk_does_not_retry() -> None:
+    openai = pytest.importorskip("openai", reason="the openai SDK is not installed")
+    from tinyagent.errors import ModelError
+
+    class Broken:
+        calls = 0
+
+        async def run(self, query: str, **kwargs: Any) -> Any:
+            Broken.calls += 1
+            raise ModelError("the model file is gone")
+
+    with ServerThread(create_app(Broken(), ServerSettings(token=TOKEN))) as running:
+        client = openai.OpenAI(base_url=running.url + "/v1", api_key=TOKEN, max_retries=2)
+        with pytest.raises(openai.InternalServerError, match="the model file is gone") as info:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert info.value.response.headers["x-should-retry"] == "false"
+    assert Broken.calls == 1  # steps may have run: a retry could send the same email twice

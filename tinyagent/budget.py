@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
-from .errors import BudgetExceeded, ConfigurationError, UserError
+from .errors import BudgetExceeded, ConfigurationError, ReservationError
 from .models._base import Model, ModelRequest, Pricing, Usage
 
 __all__ = [
@@ -42,10 +42,6 @@ _UNITS: tuple[Unit, ...] = ("usd", "tokens")
 # for the templates we know (ChatML, Llama 3, Gemma), so the worst case stays an upper bound.
 _PER_MESSAGE_OVERHEAD = 10
 _FIXED_OVERHEAD = 64
-
-
-class ReservationError(UserError):
-    """A reservation was committed or released twice, or does not belong to this ledger."""
 
 
 @dataclass(frozen=True)

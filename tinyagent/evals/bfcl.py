@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .._plan import Ref, find_refs
-from ..errors import ConfigurationError, TinyAgentError
+from ..errors import BfclDataError, ConfigurationError, TinyAgentError
 from ._bfcl_ast import check_calls, standardize_string
 
 if TYPE_CHECKING:
@@ -79,10 +79,6 @@ _PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
 PredictedCall = dict[str, Any]
 Predict = Callable[["BfclCase"], "Sequence[Mapping[str, Any]] | Awaitable[Sequence[Mapping[str, Any]]]"]
 """A predictor: from a case to its calls, ``[{"name": ..., "args": {...}}]`` (an empty list for no call)."""
-
-
-class BfclDataError(ConfigurationError):
-    """The BFCL data could not be found, downloaded or read."""
 
 
 # -- cases ---------------------------------------------------------------------------------------------------------

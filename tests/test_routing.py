@@ -16,21 +16,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyagent._routing_base import RouteSignals, RoutingHook
-from tinyagent.budget import Budget, BudgetLedger, cost_of, worst_case_cost
+from tinyagent.apps.routing_cli import main
 from tinyagent.errors import BudgetExceeded, ConfigurationError, EndpointError
 from tinyagent.models import Completion, ModelRequest, Pricing, ScriptedModel, Usage
 from tinyagent.routing import (
     AlwaysCloud,
     AlwaysLocal,
+    Budget,
+    BudgetLedger,
     EscalationThresholds,
     LocalFirst,
     Router,
     RouteRecord,
     calibrate,
+    cost_of,
     frontier,
     load_records,
-    main,
     simulate,
+    worst_case_cost,
 )
 
 CLOUD_PRICE = Pricing(input_per_mtok=1000.0, output_per_mtok=4000.0)  # $0.001 / $0.004 per token: easy numbers
@@ -189,7 +192,7 @@ def test_offline_cloud_routes_locally_then_recovers_after_the_cooldown() -> None
 
 
 def test_an_unreachable_endpoint_is_offline_after_one_failure() -> None:
-    from tinyagent.models._openai import EndpointUnreachable
+    from tinyagent.errors import EndpointUnreachable
 
     local, cloud = models()
     router = Router(local, cloud, AlwaysCloud(), offline_after_failures=5)

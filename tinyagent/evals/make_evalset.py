@@ -2,7 +2,10 @@
 
 Run from the repository root::
 
-    python tinyagent/functions/data/make_evalset.py
+    python -m tinyagent.evals.make_evalset
+
+It writes ``tinyagent/functions/data/evalset.jsonl``, where :func:`tinyagent.evals.load_evalset` and the planner's
+few-shot pool (``tinyagent.functions.builtin_examples``) read it.
 
 Every case is written from templates by hand-chosen phrasings and slot values; nothing comes from a model.
 Relative dates are resolved with ``tinyagent.functions`` conventions against each case's ``today`` and the
@@ -21,9 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tinyagent.functions._time import format_when, resolve_expression
+from tinyagent.evals._evalcheck import iso_when
+from tinyagent.functions import resolve_expression
 
-OUT = Path(__file__).with_name("evalset.jsonl")
+OUT = Path(__file__).parent.parent / "functions" / "data" / "evalset.jsonl"
 SEED = 2026
 
 TODAYS = [dt.date(2026, 12, 1), dt.date(2026, 12, 4), dt.date(2027, 1, 11), dt.date(2027, 2, 24),
@@ -94,7 +98,7 @@ class Builder:
             weekday = today.strftime("%A").lower()
             if weekday not in phrase.lower():
                 break
-        return phrase, format_when(*resolve_expression(phrase, today))
+        return phrase, iso_when(*resolve_expression(phrase, today))
 
     def add(self, query: str, today: dt.date, calls: list[tuple[str, dict[str, Any]]],
             key_args: dict[int, list[str]] | None = None, date_exprs: dict[int, dict[str, str]] | None = None,

@@ -523,6 +523,7 @@ def _openai_available() -> None:
     pytest.importorskip("openai", reason="the openai extra is not installed: pip install 'tinyagent[openai]'")
 
 
+@pytest.mark.real_model  # the real OpenAIModel against a closed port
 async def test_agent_with_an_unreachable_cloud_answers_locally_and_says_so() -> None:
     _openai_available()
     from llama_server import free_port
@@ -543,6 +544,7 @@ async def test_agent_with_an_unreachable_cloud_answers_locally_and_says_so() -> 
     assert "unreachable" in str(result.routing["message"])
 
 
+@pytest.mark.real_model  # the real OpenAIModel against a local fault server
 async def test_router_with_a_rate_limited_cloud_is_charged_once_after_the_retry() -> None:
     _openai_available()
     from llama_server import FaultServer

@@ -44,15 +44,76 @@ COMPAT_ALIASES = {
     "tinyagent.functions.bench": "tinyagent.evals",
 }
 
-# Known offenders, owned by other branches; the integrator removes each entry as the fix merges.
+# Known offenders, owned by other branches; the integrator removes each entry as the fix merges. Owners in brackets:
+# run = tinyagent/_agent.py -> tinyagent/run/; cli = apps/cli, voice, finetune/_cli, quant/__main__; functions =
+# functions/_builtin, _demo, apps/mcp; server = apps/server; models = models/_llama, _openai, _catalog (integrator);
+# finetune/quant = finetune/_distill, _train, quant/_compare, _export, llama_cpp_tools (no helper this round).
 KNOWN_OFFENDERS: dict[str, set[str]] = {
-    "layers": set(),
-    "private": set(),
-    "cycles": set(),
-    "module_size": set(),
-    "function_size": set(),
+    "layers": {
+        "tinyagent._agent -> tinyagent.retrieval._examples",  # [run] the core reaches up into retrieval
+        "tinyagent.finetune._cli -> tinyagent.apps._runtime",  # [cli] the library depends on an app
+        "tinyagent.quant._compare -> tinyagent.scoring",  # [quant] quant scores with evals, which sits above it
+    },
+    "private": {
+        "tinyagent._agent -> tinyagent.models._base",  # [run]
+        "tinyagent._agent -> tinyagent.models._catalog",  # [run]
+        "tinyagent._agent -> tinyagent.retrieval._examples",  # [run]
+        "tinyagent._events -> tinyagent.models._base",  # [run]
+        "tinyagent._routing_base -> tinyagent.models._base",  # [run]
+        "tinyagent.apps._runtime -> tinyagent.models._base",  # [cli]
+        "tinyagent.apps.cli -> tinyagent.models._base",  # [cli]
+        "tinyagent.apps.finetune_on_device -> tinyagent.finetune._cli",  # [cli]
+        "tinyagent.apps.finetune_on_device -> tinyagent.finetune._files",  # [cli]
+        "tinyagent.apps.finetune_on_device -> tinyagent.models._catalog",  # [cli]
+        "tinyagent.apps.finetune_on_device -> tinyagent.quant._compare",  # [cli]
+        "tinyagent.finetune._base_model -> tinyagent.models._catalog",  # [finetune]
+        "tinyagent.finetune._cli -> tinyagent.apps._runtime",  # [cli]
+        "tinyagent.finetune._cli -> tinyagent.models._base",  # [cli]
+        "tinyagent.finetune._distill -> tinyagent.models._base",  # [finetune]
+        "tinyagent.finetune._distill -> tinyagent.models._scripted",  # [finetune]
+        "tinyagent.finetune._dryrun -> tinyagent.models._scripted",  # [finetune]
+        "tinyagent.finetune._train -> tinyagent.models._llama",  # [finetune]
+        "tinyagent.functions._builtin -> tinyagent.models._base",  # [functions]
+        "tinyagent.quant.__main__ -> tinyagent.finetune._cli",  # [cli]
+        "tinyagent.quant._compare -> tinyagent.models._llama",  # [quant]
+        "tinyagent.quant._export -> tinyagent.finetune._base_model",  # [quant]
+        "tinyagent.quant._export -> tinyagent.finetune._progress",  # [quant]
+        "tinyagent.quant._export -> tinyagent.finetune._train",  # [quant]
+        "tinyagent.quant._export -> tinyagent.models._catalog",  # [quant]
+        "tinyagent.quant._export -> tinyagent.models._llama",  # [quant]
+        "tinyagent.quant.llama_cpp_tools -> tinyagent.finetune._files",  # [quant]
+        "tinyagent.quant.llama_cpp_tools -> tinyagent.models._catalog",  # [quant]
+    },
+    "cycles": {
+        "core is on a cycle", "retrieval is on a cycle",  # [run] _agent -> retrieval._examples
+        "apps is on a cycle", "finetune is on a cycle", "quant is on a cycle",  # [cli] finetune._cli -> apps
+    },
+    "module_size": {
+        "tinyagent._agent",  # [run]
+        "tinyagent.apps.cli",  # [cli]
+        "tinyagent.apps.voice",  # [cli]
+        "tinyagent.functions._builtin",  # [functions]
+        "tinyagent.models._llama",  # [models]
+    },
+    "function_size": {
+        "tinyagent._agent:_run",  # [run]
+        "tinyagent.apps.finetune_on_device:run",  # [cli]
+        "tinyagent.apps.mcp:serve_registry",  # [functions]
+        "tinyagent.apps.server:create_app",  # [server]
+        "tinyagent.finetune._distill:distill",  # [finetune]
+        "tinyagent.finetune._train:train",  # [finetune]
+        "tinyagent.functions._builtin:tools",  # [functions]
+        "tinyagent.functions._demo:init_demo",  # [functions]
+        "tinyagent.models._llama:_generate",  # [models]
+        "tinyagent.models._openai:_attempt",  # [models]
+    },
     "exports": set(),
-    "errors": set(),
+    "errors": {
+        "tinyagent.apps.server._HTTPError does not subclass TinyAgentError",  # [server]
+        "tinyagent.apps.voice.VoiceError is defined outside tinyagent/errors.py",  # [cli] errors.VoiceError exists
+        "tinyagent.models._llama._CorruptFile does not subclass TinyAgentError",  # [models]
+        "tinyagent.models._llama._Stop does not subclass TinyAgentError",  # [models]
+    },
 }
 
 
@@ -121,9 +182,8 @@ def _assert_offenders(kind: str, found: set[str]) -> None:
 def test_layer_order() -> None:
     found = set()
     for importer, target in EDGES:
-        if not _checked(importer) or target in COMPAT_ALIASES:
-            continue
-        if LAYERS[package_of(target)] > LAYERS[package_of(importer)]:
+        real = COMPAT_ALIASES.get(target, target)  # an alias counts as the package it re-exports
+        if _checked(importer) and LAYERS[package_of(real)] > LAYERS[package_of(importer)]:
             found.add(f"{importer} -> {target}")
     _assert_offenders("layers", found)
 
@@ -143,8 +203,8 @@ def test_no_import_of_another_packages_private_module() -> None:
 def test_no_cycles_between_packages() -> None:
     graph: dict[str, set[str]] = defaultdict(set)
     for importer, target in EDGES:
-        a, b = package_of(importer), package_of(target)
-        if a != b and _checked(importer) and target not in COMPAT_ALIASES:
+        a, b = package_of(importer), package_of(COMPAT_ALIASES.get(target, target))
+        if a != b and _checked(importer):
             graph[a].add(b)
     found = set()
     for a in list(graph):  # every package that can reach itself
@@ -215,7 +275,8 @@ def test_all_equals_the_public_names(package: str) -> None:
     else:
         assert len(exported) == len(set(exported)), f"{package}.__all__ has duplicates"
         problems |= {f"{package}: {n} is public but not in __all__" for n in _public_names(module) - set(exported)}
-        problems |= {f"{package}: {n} is in __all__ but not defined" for n in set(exported) - _public_names(module)}
+        missing = {n for n in exported if n not in _public_names(module) and not hasattr(module, n)}
+        problems |= {f"{package}: {n} is in __all__ but not defined" for n in missing}
     _assert_offenders("exports", problems | {p for p in KNOWN_OFFENDERS["exports"] if not p.startswith(package + ":")})
 
 

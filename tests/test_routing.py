@@ -96,6 +96,32 @@ def test_thresholds_round_trip_and_reject_unknown_keys() -> None:
 
 
 # -- the router ----------------------------------------------------------------------------------------------------
+def test_router_has_every_member_the_agent_uses() -> None:
+    """What the agent calls or probes on its router (RoutingHook's methods, plus what tinyagent/_agent.py reads with
+    getattr until the run loop stops probing) is all on Router, with the right kind."""
+    import ast
+
+    import tinyagent
+
+    root = Path(tinyagent.__file__).parent
+    nodes = [node for path in [root / "_agent.py", *sorted((root / "run").glob("*.py"))] if path.is_file()
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))]
+    probed = {node.args[1].value for node in nodes
+              if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr" and len(node.args) >= 2
+              and "router" in ast.unparse(node.args[0]) and isinstance(node.args[1], ast.Constant)}
+    called = {node.attr for node in nodes
+              if isinstance(node, ast.Attribute) and ast.unparse(node.value).endswith("router")}
+    local, cloud = models()
+    router = Router(local, cloud)
+    expected = {"local", "select", "before_call", "after_call", "status", "start_task", "wants_logprobs",
+                "needs_verification"}
+    members = (probed | called | expected) - {"__class__"}
+    for name in sorted(members):
+        assert hasattr(router, name), name
+    assert callable(router.start_task) and isinstance(router.wants_logprobs, bool)
+    assert isinstance(router.needs_verification, bool)
+
+
 def test_router_implements_the_routing_hook_protocol() -> None:
     local, cloud = models()
     router = Router(local, cloud)

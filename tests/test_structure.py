@@ -336,3 +336,20 @@ def test_the_error_tree_is_written_out_in_the_errors_docstring() -> None:
     assert classes == documented, f"missing from the tree: {classes - documented}; extra: {documented - classes}"
     for child, parent in parents.items():
         assert getattr(errors, parent) in getattr(errors, child).__bases__, f"{child} is drawn under {parent}"
+
+
+def test_old_import_paths_still_work() -> None:
+    import tinyagent.budget
+    import tinyagent.evals
+    import tinyagent.functions.bench
+    import tinyagent.retrieval
+    import tinyagent.routing
+    import tinyagent.scoring
+
+    assert tinyagent.scoring.evaluate is tinyagent.evals.evaluate
+    assert tinyagent.scoring.load_evalset is tinyagent.evals.load_evalset
+    assert tinyagent.budget.BudgetLedger is tinyagent.routing.BudgetLedger
+    assert tinyagent.functions.bench.default_examples is tinyagent.evals.default_examples
+    assert tinyagent.retrieval.stress_registry is tinyagent.evals.stress_registry  # a lazy alias, not in __all__
+    assert "stress_registry" not in tinyagent.retrieval.__all__
+    assert set(COMPAT_ALIASES) <= set(MODULES)

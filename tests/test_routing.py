@@ -637,3 +637,11 @@ def test_real_cloud_server_is_charged_its_usage_within_the_budget() -> None:
         assert degraded.status == "degraded" and degraded.routing["reason"] == "budget"
         assert degraded.routing["calls"]["cloud"] == 0 and degraded.routing["spent"] == 0
         assert [s.result for s in degraded.steps] == ["+1-555-0003"]
+
+
+def test_python_dash_m_without_typer_names_the_extra(tmp_path: Path) -> None:
+    code = "import sys, runpy\nsys.modules['typer'] = None\nrunpy.run_module('tinyagent.routing', run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code, "calibrate"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 2
+    assert "pip install 'tinyagent[cli]'" in proc.stderr

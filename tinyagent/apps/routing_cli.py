@@ -19,7 +19,9 @@ from ..routing import calibration_report, load_records
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(help="Budget-aware routing: calibrate the local-first policy.", no_args_is_help=True)
+app = typer.Typer(
+    help="Budget-aware routing: calibrate the local-first policy.", no_args_is_help=True, add_completion=False
+)
 
 
 @app.callback()

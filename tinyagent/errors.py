@@ -41,8 +41,8 @@ so callers only ever need to catch ``TinyAgentError``::
     ├── TrainingError                 synthesis, fine-tuning or export failed
     └── VoiceError                    audio capture, speech to text or text to speech failed
 
-Internal control-flow exceptions (``_Stop`` in the llama.cpp generation thread, a corrupt prefix-cache file, the
-server's HTTP error answer) are private to their modules, subclass :class:`TinyAgentError` and never escape.
+Internal control-flow exceptions (a corrupt prefix-cache file in the llama.cpp KV store, the server's HTTP error
+answer) are private to their modules and never escape; they too must subclass :class:`TinyAgentError`.
 
 Every message says what was wrong and what to do about it.
 """

@@ -65,10 +65,6 @@ Predict = Callable[["BfclCase"], "Sequence[Mapping[str, Any]] | Awaitable[Sequen
 """A predictor: from a case to its calls, ``[{"name": ..., "args": {...}}]`` (an empty list for no call)."""
 
 
-# -- cases ---------------------------------------------------------------------------------------------------------
-
-
-
 # -- checking --------------------------------------------------------------------------------------------------
 
 

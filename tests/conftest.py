@@ -1,5 +1,11 @@
-"""Shared fixtures: real model paths (skipping with a clear reason when a model package is absent) and the
-``tinyagent.functions`` demo data set."""
+"""Shared fixtures: real model paths (skipping with a clear reason when a model package is absent), the
+``tinyagent.functions`` demo data set, and the switch that keeps unit tests off real models.
+
+Unit tests can never reach a real model: every test not marked ``slow`` or ``real_model`` runs with
+``tinyagent.models.ALLOW_MODEL_REQUESTS = False``, so a ``LlamaCppModel`` or ``OpenAIModel`` call raises
+:class:`~tinyagent.errors.ModelRequestsBlocked`. Mark a test ``real_model`` when it drives a real model class
+against a stand-in backend (a mock HTTP transport, a local fault server) and is still fast.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,24 @@ from pathlib import Path
 
 import pytest
 from _helpers_functions import TODAY
+
+REAL_MODEL_MARKERS = ("slow", "real_model")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "real_model: calls a real model class (LlamaCppModel, OpenAIModel) against some backend"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _block_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch real model requests off for every test not marked ``slow`` or ``real_model``."""
+    if any(request.node.get_closest_marker(m) is not None for m in REAL_MODEL_MARKERS):
+        return
+    import tinyagent.models
+
+    monkeypatch.setattr(tinyagent.models, "ALLOW_MODEL_REQUESTS", False)
 
 
 def _catalog_path(name: str) -> Path:

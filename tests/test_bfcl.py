@@ -362,7 +362,7 @@ def test_ensure_data_reports_a_failed_download(tmp_path: Path, monkeypatch: pyte
     def fail(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args[0], 1, "", "ERROR: No matching distribution found")
 
-    monkeypatch.setattr(bfcl.subprocess, "run", fail)
+    monkeypatch.setattr("subprocess.run", fail)
     with pytest.raises(BfclDataError, match="No matching distribution"):
         bfcl.ensure_data(tmp_path)
     wheel = tmp_path / "bfcl_eval-2026.3.23-py3-none-any.whl"

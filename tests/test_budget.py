@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent.budget import (
+from tinyagent.errors import BudgetExceeded, ConfigurationError
+from tinyagent.models import ModelRequest, Pricing, ScriptedModel, Usage
+from tinyagent.routing import (
     Budget,
     BudgetLedger,
     Cost,
@@ -19,8 +21,6 @@ from tinyagent.budget import (
     prompt_token_bound,
     worst_case_cost,
 )
-from tinyagent.errors import BudgetExceeded, ConfigurationError
-from tinyagent.models import ModelRequest, Pricing, ScriptedModel, Usage
 
 
 def test_budget_rejects_bad_settings() -> None:

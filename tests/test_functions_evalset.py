@@ -5,16 +5,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
-import importlib.util
+import importlib
 import json
 from pathlib import Path
 
 import pytest
 
-from tinyagent.functions._builtin import builtin_tools
-from tinyagent.functions._evalcheck import check_case, check_evalset
-from tinyagent.functions._settings import FunctionsSettings
-from tinyagent.scoring import EvalCase, default_evalset_path, load_evalset
+from tinyagent.evals import EvalCase, check_case, check_evalset, default_evalset_path, load_evalset
+from tinyagent.functions import FunctionsSettings, builtin_examples, builtin_tools
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +47,8 @@ def test_evalset_shape() -> None:
 
 
 def test_generator_is_deterministic_and_matches_the_file(tmp_path: Path) -> None:
-    script = default_evalset_path().with_name("make_evalset.py")
-    spec = importlib.util.spec_from_file_location("make_evalset", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("tinyagent.evals.make_evalset")
+    assert default_evalset_path() == module.OUT
     built = module.build()
     again = module.build()
     assert built == again
@@ -113,7 +108,7 @@ def test_set_level_checks() -> None:
 
 
 def test_bench_few_shot_examples_come_from_train() -> None:
-    from tinyagent.functions.bench import EXAMPLE_CATEGORIES, default_examples
+    from tinyagent.evals import EXAMPLE_CATEGORIES, default_examples
 
     train = load_evalset("train")
     examples = default_examples(train)
@@ -122,3 +117,12 @@ def test_bench_few_shot_examples_come_from_train() -> None:
     assert all(e.query in train_queries for e in examples)
     assert any(not e.plan.calls and e.plan.answer for e in examples)  # one shows the empty plan
     assert not {e.query for e in examples} & {c.query for c in load_evalset("test")}
+
+
+def test_functions_few_shot_pool_is_the_train_split_read_without_evals() -> None:
+    pool = builtin_examples()
+    train = load_evalset("train")
+    assert [e.query for e in pool] == [c.query for c in train]
+    assert [e.today for e in pool] == [c.today for c in train]
+    assert [e.plan.to_json() for e in pool] == [c.plan.to_json() for c in train]
+    assert [e.plan.answer for e in pool] == [c.answer for c in train]

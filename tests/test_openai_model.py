@@ -31,6 +31,9 @@ from tinyagent.errors import (  # noqa: E402
 from tinyagent.models import Completion, ModelRequest, OpenAIModel, Pricing  # noqa: E402
 from tinyagent.models._openai import EndpointStatusError, EndpointUnreachable, MalformedReply  # noqa: E402
 
+# These drive the real OpenAIModel against a mock transport or a local fault server, so real requests stay on.
+pytestmark = pytest.mark.real_model
+
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 REQ = ModelRequest(messages=[{"role": "user", "content": "hello"}], max_tokens=16)
 

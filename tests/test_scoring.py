@@ -12,7 +12,7 @@ import pytest
 from tinyagent import tool
 from tinyagent._plan import Call, Plan, Ref
 from tinyagent.errors import ConfigurationError
-from tinyagent.scoring import EvalCase, dag_success, load_evalset, score, strict_success
+from tinyagent.evals import EvalCase, dag_success, load_evalset, score, strict_success
 
 GOLD: list[dict[str, Any]] = [
     {"id": 1, "name": "get_email_address", "args": {"name": "Sid"}},
@@ -192,7 +192,7 @@ class _FakePlanner:
 
 
 async def test_evaluate_scores_and_records_errors() -> None:
-    from tinyagent.scoring import evaluate
+    from tinyagent.evals import evaluate
 
     cases = load_evalset("test")[:20]
     result = await evaluate(_FakePlanner(cases), cases)
@@ -208,9 +208,9 @@ async def test_evaluate_scores_and_records_errors() -> None:
 
 async def test_evaluate_with_the_agent_and_a_scripted_planner() -> None:
     from tinyagent import Agent
+    from tinyagent.evals import evaluate
     from tinyagent.functions import FunctionsSettings, builtin_tools
     from tinyagent.models import ScriptedModel
-    from tinyagent.scoring import evaluate
 
     cases = [c for c in load_evalset("train") if c.category in ("meeting_with", "no_tool")][:2]
     model = ScriptedModel(lambda request: next(

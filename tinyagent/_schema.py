@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .errors import ToolDefinitionError
+from .errors import SchemaValidationError, ToolDefinitionError
 
 __all__ = ["inline_refs", "normalize_schema", "validate_value", "SchemaValidationError"]
 
@@ -31,12 +31,6 @@ _JSON_TYPES = {"object", "number", "integer", "array", "string", "boolean", "nul
 _DROP_KEYS = {"title", "$schema", "additionalProperties_", "examples"}
 
 
-class SchemaValidationError(ValueError):
-    """A value does not match its schema; ``path`` says where."""
-
-    def __init__(self, message: str, path: str) -> None:
-        self.path = path
-        super().__init__(f"{path or 'value'}: {message}")
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

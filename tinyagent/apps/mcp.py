@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import (
     ConfigurationError,
+    MCPError,
     MissingDependencyError,
     PlanValidationError,
     TinyAgentError,
-    ToolError,
     ToolExecutionError,
 )
 
@@ -57,10 +57,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _WRAP_KEY = "result"
-
-
-class MCPError(ToolError):
-    """An MCP server could not be started, listed or called (the message says which and why)."""
 
 
 def _require_mcp() -> None:

@@ -1,5 +1,11 @@
-"""Evaluations: BFCL's single-turn categories scored with BFCL's own AST rules (:mod:`tinyagent.evals.bfcl`),
-and the plain llama-cpp-python tool-calling baselines it is compared against (:mod:`tinyagent.evals.baselines`).
+"""Evaluations: scoring plans against gold plans, the built-in tools' eval set (its generator and checker), the
+functions benchmark, the retrieval stress registry, and BFCL's single-turn categories scored with BFCL's own AST
+rules (:mod:`tinyagent.evals.bfcl`) beside plain llama-cpp-python tool-calling baselines
+(:mod:`tinyagent.evals.baselines`).
+
+Modules: ``_scoring`` (DAG and strict success, eval-set loading), ``_evalcheck`` (checks every gold plan),
+``make_evalset`` (``python -m tinyagent.evals.make_evalset`` regenerates ``functions/data/evalset.jsonl``),
+``_functions_bench`` (plan the eval set with a catalog model), ``_stress`` (built-in tools plus 400 BFCL distractors).
 
 Nothing heavy is imported here; models and llama.cpp load only when a run starts.
 """
@@ -7,5 +13,36 @@ Nothing heavy is imported here; models and llama.cpp load only when a run starts
 from __future__ import annotations
 
 from . import bfcl
+from ._evalcheck import check_case, check_evalset, iso_when
+from ._functions_bench import EXAMPLE_CATEGORIES, default_examples, run_functions_benchmark
+from ._scoring import (
+    EvalCase,
+    Planner,
+    dag_success,
+    default_evalset_path,
+    evaluate,
+    load_evalset,
+    score,
+    strict_success,
+)
+from ._stress import load_distractors, stress_registry
 
-__all__ = ["bfcl"]
+__all__ = [
+    "EXAMPLE_CATEGORIES",
+    "EvalCase",
+    "Planner",
+    "bfcl",
+    "check_case",
+    "check_evalset",
+    "dag_success",
+    "default_evalset_path",
+    "default_examples",
+    "evaluate",
+    "iso_when",
+    "load_distractors",
+    "load_evalset",
+    "run_functions_benchmark",
+    "score",
+    "stress_registry",
+    "strict_success",
+]

@@ -29,7 +29,6 @@ from ._errors import (
     ItemNotFound,
     StoreError,
 )
-from ._evalcheck import check_evalset
 from ._examples import builtin_examples
 from ._paths import atomic_write, confine
 from ._retrieval import BUILTIN_CLASSIFIER, builtin_retriever
@@ -56,7 +55,6 @@ __all__ = [
     "builtin_examples",
     "builtin_retriever",
     "builtin_tools",
-    "check_evalset",
     "confine",
     "init_demo",
     "resolve_expression",

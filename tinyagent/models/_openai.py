@@ -20,7 +20,14 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConfigurationError, EndpointError, MissingDependencyError
+from ..errors import (
+    ConfigurationError,
+    EndpointError,
+    EndpointStatusError,
+    EndpointUnreachable,
+    MalformedReply,
+    MissingDependencyError,
+)
 from ._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
 
 __all__ = ["EndpointStatusError", "EndpointUnreachable", "MalformedReply", "OpenAIModel"]
@@ -31,26 +38,6 @@ _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 _NO_KEY = "sk-no-key-needed"
 _PER_MESSAGE_OVERHEAD = 10
 _FIXED_OVERHEAD = 64
-
-
-class EndpointUnreachable(EndpointError):
-    """The endpoint could not be reached at all (connection refused, DNS, network down): treat it as offline."""
-
-
-class MalformedReply(EndpointError):
-    """The endpoint answered, but not with a chat completion (bad JSON, wrong shape, an empty stream)."""
-
-
-class EndpointStatusError(EndpointError):
-    """The endpoint answered with an HTTP error status.
-
-    Attributes:
-        retry_after: seconds the server asked to wait (``Retry-After``), or None.
-    """
-
-    def __init__(self, message: str, status: int, retryable: bool, retry_after: float | None = None) -> None:
-        super().__init__(message, status=status, retryable=retryable)
-        self.retry_after = retry_after
 
 
 class _Secret:

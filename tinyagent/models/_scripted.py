@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ConfigurationError, ModelError
 from ._base import Completion, Model, ModelRequest, Pricing, Usage
 
-__all__ = ["ScriptedModel"]
+__all__ = ["LogprobScript", "PreferenceScript", "ScriptedModel"]
 
 Script = Callable[[ModelRequest], str]
+LogprobScript = float | None | Sequence[float | None] | Callable[[ModelRequest], float | None]
+"""A mean log-probability: one value for every call, one per call in order (the last repeats), or a function."""
+PreferenceScript = Mapping[str, float] | Callable[[ModelRequest], Mapping[str, float]] | None
+"""Probabilities of the request's :class:`~tinyagent.models.Preference` continuations, by preference name."""
 
 
 class ScriptedModel(Model):
@@ -25,6 +29,12 @@ class ScriptedModel(Model):
         name: the model name.
         pricing: pretend price, for routing tests.
         fail_with: an exception to raise on every call (for fault tests).
+        mean_logprob: what :attr:`Completion.mean_logprob` reports (confidence, for routing tests): one value, one
+            per call in order (the last repeats), or a function of the request.
+        preference_probs: the probability the model "gives" each preference of a request, by name (a mapping or a
+            function of the request). Each preference of the request with a scripted probability is reported in
+            :attr:`Completion.preference_probs` as ``(name, probability, probability >= min_prob)``, so floors can
+            be unit-tested; the reply text is still the script's (script the text the floor would produce).
 
     Attributes:
         requests: every request received, for assertions.
@@ -41,17 +51,23 @@ class ScriptedModel(Model):
         name: str = "scripted",
         pricing: Pricing | None = None,
         fail_with: Exception | None = None,
+        mean_logprob: LogprobScript = -0.1,
+        preference_probs: PreferenceScript = None,
     ) -> None:
         self._script: Script | None = responses if callable(responses) else None
         self._responses: list[str] = [] if callable(responses) else list(responses)
         if self._script is None and not self._responses:
-            raise ValueError("ScriptedModel needs at least one response")
+            raise ConfigurationError("ScriptedModel needs at least one response")
+        if isinstance(mean_logprob, Sequence) and not mean_logprob:
+            raise ConfigurationError("ScriptedModel needs at least one mean_logprob when given a sequence")
         self._index = 0
         self.chunk_chars = max(1, chunk_chars)
         self.delay_s = delay_s
         self.name = name
         self.pricing = pricing or Pricing()
         self.fail_with = fail_with
+        self.mean_logprob = mean_logprob
+        self.preference_probs = preference_probs
         self.requests: list[ModelRequest] = []
 
     def _next_reply(self, request: ModelRequest) -> str:
@@ -61,6 +77,21 @@ class ScriptedModel(Model):
         self._index += 1
         return reply
 
+    def _logprob(self, request: ModelRequest, call: int) -> float | None:
+        script = self.mean_logprob
+        if callable(script):
+            return script(request)
+        if isinstance(script, Sequence):
+            return script[min(call, len(script) - 1)]
+        return script
+
+    def _preferences(self, request: ModelRequest) -> tuple[tuple[str, float, bool], ...]:
+        script = self.preference_probs
+        if script is None or not request.prefer:
+            return ()
+        probs = script(request) if callable(script) else script
+        return tuple((p.name, probs[p.name], probs[p.name] >= p.min_prob) for p in request.prefer if p.name in probs)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | Completion]:
         self.requests.append(request)
         if self.fail_with is not None:
@@ -68,6 +99,7 @@ class ScriptedModel(Model):
                 raise self.fail_with
             raise ModelError(f"{self.name}: {self.fail_with}") from self.fail_with
         start = time.perf_counter()
+        call = len(self.requests) - 1
         reply = self._next_reply(request)
         for stop in request.stop:
             if stop and stop in reply:
@@ -85,7 +117,7 @@ class ScriptedModel(Model):
         usage = Usage(self.count_tokens(prompt), self.count_tokens(reply) if reply else 0, 1)
         yield Completion(
             text=reply, usage=usage, model=self.name, ttft_s=ttft, elapsed_s=time.perf_counter() - start,
-            mean_logprob=-0.1,
+            mean_logprob=self._logprob(request, call), preference_probs=self._preferences(request),
         )
 
     def __repr__(self) -> str:

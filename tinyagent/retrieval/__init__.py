@@ -13,7 +13,7 @@ Retrievers (numpy, onnxruntime, bm25s and tokenizers are imported lazily: ``pip 
 * :class:`HybridRetriever` (what :func:`default_retriever` builds): the classifier where it knows the tools, fused
   BM25 + embeddings + example votes elsewhere, plus dependency expansion learned from example plans.
 
-:func:`stress_registry` gives the built-in tools plus 400 BFCL distractors, to measure what retrieval buys.
+The stress registry (the built-in tools plus 400 BFCL distractors) moved to :func:`tinyagent.evals.stress_registry`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from ._examples import DependencyGraph, ExampleSelector
     from ._hybrid import HybridRetriever, default_retriever
     from ._scoring import ScoringRetriever
-    from ._stress import load_distractors, stress_registry
     from ._text import tool_document
 
 __all__ = [
@@ -52,8 +51,6 @@ __all__ = [
     "cache_dir",
     "default_embedder_dir",
     "default_retriever",
-    "load_distractors",
-    "stress_registry",
     "tool_document",
 ]
 
@@ -71,15 +68,18 @@ _LAZY = {
     "HybridRetriever": "._hybrid",
     "default_retriever": "._hybrid",
     "ScoringRetriever": "._scoring",
-    "load_distractors": "._stress",
-    "stress_registry": "._stress",
     "tool_document": "._text",
 }
 
 
+# Compatibility aliases for names that moved up to tinyagent.evals (not in __all__; import them from there).
+_MOVED = {"load_distractors": "tinyagent.evals", "stress_registry": "tinyagent.evals"}
+
+
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _LAZY or name in _MOVED:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        module = _MOVED.get(name) or _LAZY[name]
+        return getattr(importlib.import_module(module, __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,13 +8,9 @@ from typing import Protocol, runtime_checkable
 
 from .._plan import Example
 from .._tools import ToolRegistry
-from ..errors import UserError
+from ..errors import RetrieverNotFittedError
 
 __all__ = ["Retrieval", "RetrieverNotFittedError", "ToolRetriever"]
-
-
-class RetrieverNotFittedError(UserError):
-    """``retrieve`` or ``widen`` was called before ``fit``."""
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,50 @@ def _quantize(model: Path, out: Path) -> bool:
     return True
 
 
+_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def _pooled_model(torch: Any, bert: Any) -> Any:
+    """BERT plus mean pooling over the attention mask and L2 normalisation: sentence-transformers' recipe."""
+
+    class Pooled(torch.nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(summed, p=2.0, dim=1)
+
+    bert.eval()
+    return Pooled(bert).eval()
+
+
+def _onnx_export(torch: Any, model: Any, inputs: tuple[Any, ...], path: Path, opset: int) -> None:
+    with torch.no_grad(), warnings.catch_warnings():
+        # The legacy exporter is the one asked for (dynamo=False); its tracer notes are expected here.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model,
+            inputs,
+            str(path),
+            input_names=list(_INPUT_NAMES),
+            output_names=["sentence_embedding"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "sequence"},
+                "attention_mask": {0: "batch", 1: "sequence"},
+                "token_type_ids": {0: "batch", 1: "sequence"},
+                "sentence_embedding": {0: "batch"},
+            },
+            opset_version=opset,
+            dynamo=False,
+        )
+
+
 def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 256) -> Path:
     """Export the MiniLM sentence embedder to ONNX and check it against torch.
 
@@ -95,57 +139,22 @@ def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 
     src = _source_dir()
     target = Path(out) if out is not None else default_embedder_dir()
 
-    class Pooled(torch.nn.Module):  # type: ignore[misc,name-defined]
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(summed, p=2.0, dim=1)
-
     try:
-        bert = transformers.AutoModel.from_pretrained(str(src))
-        bert.eval()
-        model = Pooled(bert).eval()
+        model = _pooled_model(torch, transformers.AutoModel.from_pretrained(str(src)))
         tok = tokenizers.Tokenizer.from_file(str(src / "tokenizer.json"))
         tok.no_padding()
         tok.enable_truncation(max_length)
         tok.enable_padding(pad_id=0, pad_token="[PAD]")
         enc = tok.encode_batch(_CHECK_SENTENCES)
-        ids = torch.tensor([e.ids for e in enc], dtype=torch.int64)
-        mask = torch.tensor([e.attention_mask for e in enc], dtype=torch.int64)
-        types = torch.tensor([e.type_ids for e in enc], dtype=torch.int64)
+        inputs = tuple(torch.tensor([getattr(e, k) for e in enc], dtype=torch.int64)
+                       for k in ("ids", "attention_mask", "type_ids"))
         with torch.no_grad():
-            expected = model(ids, mask, types).numpy()
+            expected = model(*inputs).numpy()
         with tempfile.TemporaryDirectory() as tmp:
             onnx_path = Path(tmp) / "model.onnx"
-            with torch.no_grad(), warnings.catch_warnings():
-                # The legacy exporter is the one asked for (dynamo=False); its tracer notes are expected here.
-                warnings.simplefilter("ignore")
-                torch.onnx.export(
-                    model,
-                    (ids, mask, types),
-                    str(onnx_path),
-                    input_names=["input_ids", "attention_mask", "token_type_ids"],
-                    output_names=["sentence_embedding"],
-                    dynamic_axes={
-                        "input_ids": {0: "batch", 1: "sequence"},
-                        "attention_mask": {0: "batch", 1: "sequence"},
-                        "token_type_ids": {0: "batch", 1: "sequence"},
-                        "sentence_embedding": {0: "batch"},
-                    },
-                    opset_version=opset,
-                    dynamo=False,
-                )
+            _onnx_export(torch, model, inputs, onnx_path, opset)
             session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-            got = session.run(
-                None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "token_type_ids": types.numpy()}
-            )[0]
+            got = session.run(None, dict(zip(_INPUT_NAMES, (t.numpy() for t in inputs), strict=True)))[0]
             diff = float(np.abs(got - expected).max())
             if diff > 1e-4:
                 raise TrainingError(f"the ONNX embedder differs from torch by {diff:.2e} (> 1e-4); export aborted")

@@ -23,7 +23,6 @@ import hashlib
 import importlib
 import json
 import logging
-import math
 import random
 import sys
 import time
@@ -36,6 +35,7 @@ from typing import Any
 from .._plan import Call, Plan
 from .._tools import Tool, ToolRegistry
 from ..errors import ConfigurationError, TinyAgentError, TrainingError
+from ._calibrate import calibrate_thresholds, neighbour_tools, oof_metrics
 from ._classifier import META_FILE, MODEL_FILE, ClassifierModel, Thresholds, featurize, zero_shot_scorer
 from ._deps import require
 from ._embedding import Embedder, OnnxEmbedder
@@ -175,139 +175,6 @@ def load_rows(paths: Sequence[Path], splits: Sequence[str] = ("train",)) -> list
     return rows
 
 
-def _expand(offered: Any, needs: Any) -> Any:
-    """Boolean ``offered`` (rows x tools) plus the dependencies in ``needs`` (tools x tools), transitively."""
-    np = require("numpy")
-    out = offered.copy()
-    for _ in range(3):
-        more = out | ((out.astype(np.float32) @ needs) > 0)
-        if (more == out).all():
-            break
-        out = more
-    return out
-
-
-def _recall(offered: Any, labels: Any) -> float:
-    np = require("numpy")
-    has = labels.sum(axis=1) > 0
-    if not has.any():
-        return 1.0
-    gold = labels[has] > 0
-    return float(np.mean((offered[has] & gold).sum(axis=1) / gold.sum(axis=1)))
-
-
-def _offered(
-    probs: Any,
-    offer: float,
-    top_k: int,
-    zero_shot: Any = None,
-    zero_shot_k: int = 0,
-    neighbours: Any = None,
-    example_k: int = 0,
-) -> Any:
-    np = require("numpy")
-    out = probs >= offer
-    top = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
-    np.put_along_axis(out, top, True, axis=1)
-    if zero_shot is not None and zero_shot_k > 0:
-        np.put_along_axis(out, np.argsort(-zero_shot, axis=1, kind="stable")[:, :zero_shot_k], True, axis=1)
-    if neighbours is not None and example_k > 0:
-        out |= neighbours[:, :example_k].any(axis=1)
-    return out
-
-
-def neighbour_tools(vectors: Any, queries: Sequence[str], labels: Any, depth: int) -> Any:
-    """Leave-one-out example tools: for each row, the tools of its ``depth`` most similar *other* rows, in order.
-
-    This is what :class:`ExampleSelector` does at retrieval time with the training rows as the few-shot pool, for a
-    request that is not in the pool (rows with the same query text are left out too).
-
-    Args:
-        vectors: L2-normalised row vectors, shape ``(n, d)`` (the embeddings, or hashed words).
-        queries: the rows' texts.
-        labels: 0/1 tool labels, shape ``(n, tools)``.
-        depth: how many neighbours to keep.
-
-    Returns:
-        A boolean array of shape ``(n, depth, tools)``.
-    """
-    np = require("numpy")
-    n = len(queries)
-    depth = max(0, min(depth, n - 1))
-    sims = np.asarray(vectors, dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T
-    text = np.array(queries, dtype=object)
-    sims[text[:, None] == text[None, :]] = -np.inf  # itself and verbatim duplicates
-    order = np.argsort(-sims, axis=1, kind="stable")[:, :depth]
-    valid = np.take_along_axis(sims, order, axis=1) > -np.inf
-    return (labels[order] > 0) & valid[:, :, None]
-
-
-def calibrate_thresholds(
-    probs: Any,
-    labels: Any,
-    target_recall: float,
-    needs: Any = None,
-    max_uncertain_rate: float = 0.15,
-    top_ks: Sequence[int] = (1, 2, 3),
-    zero_shot: Any = None,
-    zero_shot_ks: Sequence[int] = (0, 1, 2, 3),
-    neighbours: Any = None,
-    example_ks: Sequence[int] = (0, 1, 2, 3, 4, 5),
-) -> Thresholds:
-    """Choose the decision rule on held-out probabilities.
-
-    For each ``top_k`` (and ``zero_shot_k`` when ``zero_shot`` scores are given, and ``example_k`` when
-    ``neighbours`` are), the largest ``offer`` threshold whose mean recall (over rows that need a tool, after
-    dependency expansion) reaches ``target_recall``; the combination that offers the fewest tools wins. Then
-    ``wide`` is the lowest threshold at which at most ``max_uncertain_rate`` of the rows have a borderline tool.
-
-    Args:
-        probs: held-out probabilities, shape ``(n, tools)``.
-        labels: 0/1 labels of the same shape.
-        target_recall: e.g. 0.99.
-        needs: a ``(tools, tools)`` 0/1 matrix of dependencies (row tool needs column tool), or None.
-        max_uncertain_rate: the share of rows allowed to be uncertain.
-        top_ks: the ``top_k`` values to try.
-        zero_shot: :class:`ZeroShotScorer` scores of the same rows, shape ``(n, tools)``, or None.
-        zero_shot_ks: the ``zero_shot_k`` values to try (only 0 without ``zero_shot``).
-        neighbours: held-out example tools from :func:`neighbour_tools`, shape ``(n, depth, tools)``, or None.
-        example_ks: the ``example_k`` values to try (only 0 without ``neighbours``; at most ``depth``).
-    """
-    np = require("numpy")
-    deps = needs if needs is not None else np.zeros((probs.shape[1], probs.shape[1]), dtype=np.float32)
-    candidates = sorted({float(p) for p in probs[labels > 0]} | {0.5}, reverse=True)
-    candidates = [c for c in candidates if c <= 0.5] + [0.0]
-    zks = [z for z in zero_shot_ks if z >= 0] if zero_shot is not None else [0]
-    depth = neighbours.shape[1] if neighbours is not None else 0
-    eks = [e for e in example_ks if 0 <= e <= depth] if neighbours is not None else [0]
-    best: tuple[float, int, int, int, float] | None = None  # (mean tools, top_k, zero_shot_k, example_k, offer)
-    for top_k in top_ks:
-        for zk in zks or [0]:
-            for ek in eks or [0]:
-                for c in candidates:  # descending: the first that reaches the target offers the fewest tools
-                    offered = _expand(_offered(probs, c, top_k, zero_shot, zk, neighbours, ek), deps)
-                    if _recall(offered, labels) >= target_recall:
-                        size = float(offered.sum(axis=1).mean())
-                        if best is None or size < best[0] - 1e-9:
-                            best = (size, top_k, zk, ek, c)
-                        break
-    fallback = (0.0, max(top_ks), max(zks or [0]), max(eks or [0]), 0.0)
-    _, top_k, zk, ek, offer = best if best is not None else fallback
-    sure = _offered(probs, offer, top_k, zero_shot, zk, neighbours, ek)
-    left = np.where(sure, -1.0, probs).max(axis=1)  # the most probable tool left out, per row
-    wide = float(np.quantile(left, 1.0 - max_uncertain_rate)) if len(left) else offer
-    wide = min(max(wide, 0.0), offer)
-    # Land just below the deciding probability, so float noise between torch and onnxruntime cannot flip a tool.
-    offer = _just_below(offer)
-    wide = min(_just_below(wide), offer)
-    return Thresholds(offer=offer, wide=wide, top_k=top_k, zero_shot_k=zk, example_k=ek)
-
-
-def _just_below(value: float) -> float:
-    """``value`` rounded down to 6 decimals and then some, so the probability that decided it stays above it."""
-    return max(0.0, math.floor(value * 1e6 - 1) / 1e6) if value > 0 else 0.0
-
-
 def _tool_texts(tool: Tool) -> list[str]:
     """Short texts that mean "this tool": its name in words, its description, and its whole document."""
     name = " ".join(words(tool.name))
@@ -397,7 +264,48 @@ def train_classifier(
     np = require("numpy")
     torch.set_num_threads(max(1, cfg.threads))
     names = list(registry)
-    column = {n: i for i, n in enumerate(names)}
+    usable = _usable_rows(rows, names, cfg)
+    if cfg.use_embedding and embedder is None:
+        embedder = OnnxEmbedder()
+    report = progress or (lambda stage, done, total: None)
+    queries = [r.query for r in usable]
+    x_emb, x_words, y, weight = _training_set(np, registry, usable, embedder if cfg.use_embedding else None, cfg,
+                                              report)
+    oof, final = _train_out_of_fold(torch, np, x_emb, x_words, y, weight, len(usable), cfg, report)
+    labels = y[: len(usable)]
+    graph = DependencyGraph.from_plans(r.plan if r.plan is not None else r.tools for r in usable)
+    needs = _needs_matrix(np, names, graph)
+    # The rule also takes the best zero-shot matches (tool text vs request, no training): computed as retrieval will.
+    scorer = zero_shot_scorer(registry, names, embedder if cfg.use_embedding else None)
+    zero_shot = np.stack([scorer.scores(q, x_emb[i] if cfg.use_embedding else None) for i, q in enumerate(queries)])
+    # And the tools of the most similar few-shot examples, with the training rows as the pool (as the agent uses
+    # them), each row compared with the others only; similarity as the ExampleSelector computes it.
+    vectors = x_emb[: len(usable)] if cfg.use_embedding else hashed_features(queries, EXAMPLE_HASH_DIM)
+    neighbours = neighbour_tools(vectors, queries, labels, max(cfg.example_ks, default=0))
+    thresholds = calibrate_thresholds(
+        oof,
+        labels,
+        cfg.target_recall,
+        needs,
+        cfg.max_uncertain_rate,
+        zero_shot=zero_shot,
+        neighbours=neighbours,
+        example_ks=cfg.example_ks,
+    )
+    metrics = oof_metrics(oof, labels, thresholds, needs, zero_shot, neighbours)
+    log.info("calibrated %s; held-out %s", thresholds, metrics)
+    report("export", 0, 1)
+    _export(torch, final, x_emb[:4], x_words[:4], out)
+    meta = _metadata(out, registry, names, thresholds, cfg, embedder, int(x_emb.shape[1]), graph, metrics, len(usable))
+    (out / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    loaded = ClassifierModel.load(out)
+    _check_onnx_matches_torch(torch, np, loaded, final, x_emb[:16], x_words[:16])
+    report("export", 1, 1)
+    return loaded
+
+
+def _usable_rows(rows: Sequence[TrainingRow], names: Sequence[str], cfg: TrainConfig) -> list[TrainingRow]:
+    """The rows whose tools are all in the registry; enough of them for ``cfg.folds``, or ConfigurationError."""
     usable = [r for r in rows if r.tools <= set(names)]
     if len(usable) < len(rows):
         log.warning("dropped %d training row(s) that call tools outside the registry", len(rows) - len(usable))
@@ -406,15 +314,19 @@ def train_classifier(
             f"only {len(usable)} usable training rows; the classifier needs at least "
             f"{2 * max(2, cfg.folds)} (give more --data or fewer --folds)"
         )
-    if cfg.use_embedding and embedder is None:
-        embedder = OnnxEmbedder()
-    report = progress or (lambda stage, done, total: None)
+    return usable
 
-    # Each tool also teaches from its own text (name, description, full document), so rare tools are not unknown.
+
+def _training_set(
+    np: Any, registry: ToolRegistry, usable: Sequence[TrainingRow], embedder: Embedder | None, cfg: TrainConfig,
+    report: Progress,
+) -> tuple[Any, Any, Any, Any]:
+    """Features, labels and weights: the requests first, then each tool's own texts (so rare tools are known)."""
+    names = list(registry)
+    column = {n: i for i, n in enumerate(names)}
     doc_rows = [(j, text) for j, n in enumerate(names) for text in _tool_texts(registry[n])]
-    queries = [r.query for r in usable]
     report("features", 0, 1)
-    feats = featurize(queries + [t for _, t in doc_rows], embedder if cfg.use_embedding else None, cfg.hash_dim)
+    feats = featurize([r.query for r in usable] + [t for _, t in doc_rows], embedder, cfg.hash_dim)
     report("features", 1, 1)
     y = np.zeros((len(usable) + len(doc_rows), len(names)), dtype=np.float32)
     for i, r in enumerate(usable):
@@ -424,14 +336,20 @@ def train_classifier(
         y[len(usable) + k, j] = 1.0
     weight = np.ones(len(y), dtype=np.float32)
     weight[len(usable) :] = float(cfg.doc_weight)
-    x_emb, x_words = feats["embedding"], feats["words"]
+    return feats["embedding"], feats["words"], y, weight
 
-    # Out-of-fold predictions for calibration: each request is predicted by a model that never saw it.
+
+def _train_out_of_fold(
+    torch: Any, np: Any, x_emb: Any, x_words: Any, y: Any, weight: Any, n_rows: int, cfg: TrainConfig,
+    report: Progress,
+) -> tuple[Any, Any]:
+    """Out-of-fold predictions for calibration (each request predicted by a model that never saw it), then the
+    final model trained on everything."""
     rng = random.Random(cfg.seed)
-    order = list(range(len(usable)))
+    order = list(range(n_rows))
     rng.shuffle(order)
     folds = [order[f :: cfg.folds] for f in range(cfg.folds)]
-    oof = np.zeros((len(usable), len(names)), dtype=np.float32)
+    oof = np.zeros((n_rows, y.shape[1]), dtype=np.float32)
     total_epochs = cfg.epochs * (cfg.folds + 1)
     done = 0
 
@@ -461,38 +379,26 @@ def train_classifier(
         raise
     except Exception as exc:  # noqa: BLE001 - torch failures are wrapped
         raise TrainingError(f"training the tool classifier failed: {type(exc).__name__}: {exc}") from exc
+    return oof, final
 
-    labels = y[: len(usable)]
-    graph = DependencyGraph.from_plans(r.plan if r.plan is not None else r.tools for r in usable)
+
+def _needs_matrix(np: Any, names: Sequence[str], graph: DependencyGraph) -> Any:
+    column = {n: i for i, n in enumerate(names)}
     needs = np.zeros((len(names), len(names)), dtype=np.float32)
     for a, bs in graph.needs.items():
         for b in bs:
             needs[column[a], column[b]] = 1.0
-    # The rule also takes the best zero-shot matches (tool text vs request, no training): computed as retrieval will.
-    scorer = zero_shot_scorer(registry, names, embedder if cfg.use_embedding else None)
-    zero_shot = np.stack([scorer.scores(q, x_emb[i] if cfg.use_embedding else None) for i, q in enumerate(queries)])
-    # And the tools of the most similar few-shot examples, with the training rows as the pool (as the agent uses
-    # them), each row compared with the others only; similarity as the ExampleSelector computes it.
-    vectors = x_emb[: len(usable)] if cfg.use_embedding else hashed_features(queries, EXAMPLE_HASH_DIM)
-    neighbours = neighbour_tools(vectors, queries, labels, max(cfg.example_ks, default=0))
-    thresholds = calibrate_thresholds(
-        oof,
-        labels,
-        cfg.target_recall,
-        needs,
-        cfg.max_uncertain_rate,
-        zero_shot=zero_shot,
-        neighbours=neighbours,
-        example_ks=cfg.example_ks,
-    )
-    metrics = _oof_metrics(oof, labels, thresholds, needs, zero_shot, neighbours)
-    log.info("calibrated %s; held-out %s", thresholds, metrics)
-    report("export", 0, 1)
-    _export(torch, final, x_emb[:4], x_words[:4], out)
-    digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
-    meta = {
+    return needs
+
+
+def _metadata(
+    out: Path, registry: ToolRegistry, names: Sequence[str], thresholds: Thresholds, cfg: TrainConfig,
+    embedder: Embedder | None, embedding_dim: int, graph: DependencyGraph, metrics: dict[str, float], rows: int,
+) -> dict[str, Any]:
+    """``classifier.json``: the tools, the rule, the features, the dependencies, the metrics and the model's sha256."""
+    return {
         "format": 1,
-        "tools": names,
+        "tools": list(names),
         "thresholds": {
             "offer": thresholds.offer,
             "wide": thresholds.wide,
@@ -503,49 +409,30 @@ def train_classifier(
         "features": {
             "embedding": cfg.use_embedding,
             "embedder": getattr(embedder, "name", "") if cfg.use_embedding else "",
-            "embedding_dim": int(x_emb.shape[1]),
+            "embedding_dim": embedding_dim,
             "hash_dim": cfg.hash_dim,
         },
         "dependencies": graph.to_json(),
         "metrics": metrics,
         "training": {
-            "rows": len(usable),
+            "rows": rows,
             "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
             "registry_sha256": hashlib.sha256(
                 "\n".join(tool_document(registry[n]) for n in names).encode()
             ).hexdigest(),
         },
-        "sha256": digest,
+        "sha256": hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest(),
     }
-    (out / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
-    loaded = ClassifierModel.load(out)
-    got = loaded.predict({"embedding": x_emb[:16], "words": x_words[:16]})
+
+
+def _check_onnx_matches_torch(torch: Any, np: Any, loaded: ClassifierModel, final: Any, x_emb: Any,
+                              x_words: Any) -> None:
+    got = loaded.predict({"embedding": x_emb, "words": x_words})
     with torch.no_grad():
-        want = final(torch.from_numpy(x_emb[:16]), torch.from_numpy(x_words[:16])).numpy()
+        want = final(torch.from_numpy(x_emb), torch.from_numpy(x_words)).numpy()
     diff = float(np.abs(got - want).max())
     if diff > 1e-4:
         raise TrainingError(f"the ONNX classifier differs from torch by {diff:.2e} (> 1e-4)")
-    report("export", 1, 1)
-    return loaded
-
-
-def _oof_metrics(
-    probs: Any, labels: Any, thresholds: Thresholds, needs: Any, zero_shot: Any = None, neighbours: Any = None
-) -> dict[str, float]:
-    t = thresholds
-    sure = _offered(probs, t.offer, t.top_k, zero_shot, t.zero_shot_k, neighbours, t.example_k)
-    borderline = ~sure & (probs >= thresholds.wide)
-    offered = _expand(sure | borderline, needs)
-    has = labels.sum(axis=1) > 0
-    full = (offered | (labels == 0)).all(axis=1)[has]
-    return {
-        "heldout_recall_sure": round(_recall(_expand(sure, needs), labels), 4),
-        "heldout_recall": round(_recall(offered, labels), 4),
-        "heldout_all_tools_found": round(float(full.mean()) if full.size else 1.0, 4),
-        "heldout_mean_tools_offered": round(float(offered.sum(axis=1).mean()), 3),
-        "heldout_uncertain_rate": round(float(borderline.any(axis=1).mean()), 4),
-        "rows": float(len(labels)),
-    }
 
 
 def _export(torch: Any, model: Any, x_emb: Any, x_words: Any, out: Path) -> None:

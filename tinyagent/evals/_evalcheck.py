@@ -9,17 +9,21 @@ from typing import Any
 
 from .._plan import Call, Ref
 from .._tools import Tool
-from ..errors import PlanValidationError
-from ..scoring import EvalCase, load_evalset
-from ._builtin import builtin_tools
-from ._errors import InvalidDate
-from ._settings import FunctionsSettings
-from ._time import format_when, resolve_expression
+from ..errors import InvalidDate, PlanValidationError
+from ..functions import FunctionsSettings, builtin_tools, resolve_expression
+from ._scoring import EvalCase, load_evalset
 
-__all__ = ["check_case", "check_evalset"]
+__all__ = ["check_case", "check_evalset", "iso_when"]
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2})?$")
 _DATE_ARGS = {"start", "date", "due"}
+
+
+def iso_when(day: dt.date, time_of_day: dt.time | None) -> str:
+    """``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM``: how the built-in tools write a resolved date (and time)."""
+    if time_of_day is None:
+        return day.isoformat()
+    return f"{day.isoformat()}T{time_of_day.hour:02d}:{time_of_day.minute:02d}"
 
 
 def check_evalset(
@@ -120,7 +124,7 @@ def _check_dates(case: EvalCase, call: Call) -> list[str]:
             problems.append(f"step {call.id}: {name}={value} has no date_exprs entry to check it against")
             continue
         try:
-            expected = format_when(*resolve_expression(expr, case.today))
+            expected = iso_when(*resolve_expression(expr, case.today))
         except InvalidDate as exc:
             problems.append(f"step {call.id}: date expression {expr!r} does not resolve: {exc}")
             continue

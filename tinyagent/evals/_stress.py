@@ -24,7 +24,7 @@ def load_distractors(count: int | None = None) -> list[Tool]:
     Raises:
         ConfigurationError: ``count`` is negative or larger than what ships.
     """
-    raw: dict[str, Any] = json.loads(resources.files(__package__).joinpath("data", _DATA).read_text("utf-8"))
+    raw: dict[str, Any] = json.loads(resources.files("tinyagent.retrieval").joinpath("data", _DATA).read_text("utf-8"))
     specs = raw["tools"]
     if count is not None and not 0 <= count <= len(specs):
         raise ConfigurationError(f"count must be between 0 and {len(specs)}, got {count}")

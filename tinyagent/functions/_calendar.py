@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import MissingDependencyError
 from ._errors import StoreError
-from ._paths import atomic_write, store_lock
+from ._paths import ConfinedFS, store_lock
 
 __all__ = ["CalendarStore", "EventInfo", "TodoInfo"]
 
@@ -90,6 +90,11 @@ class CalendarStore:
     tz: dt.tzinfo
     organizer: str = ""
 
+    @property
+    def fs(self) -> ConfinedFS:
+        """File access confined to the calendar's folder."""
+        return ConfinedFS([Path(self.path).parent])
+
     # -- file ------------------------------------------------------------------------------------------------
     def load(self) -> Any:
         """The parsed calendar (a new, empty one if the file does not exist).
@@ -98,13 +103,14 @@ class CalendarStore:
             StoreError: the file is not valid iCalendar.
         """
         ical = _ical()
-        if not self.path.exists():
+        fs = self.fs
+        if not fs.exists(self.path):
             cal = ical.Calendar()
             cal.add("prodid", PRODID)
             cal.add("version", "2.0")
             return cal
         try:
-            return ical.Calendar.from_ical(self.path.read_bytes())
+            return ical.Calendar.from_ical(fs.read_bytes(self.path))
         except (ValueError, IndexError, KeyError) as exc:
             raise StoreError(
                 f"{self.path} is not a valid iCalendar file ({exc}); repair it or move it away to start a new one"
@@ -112,7 +118,7 @@ class CalendarStore:
 
     def _save(self, cal: Any) -> None:
         cal.add_missing_timezones()
-        atomic_write(self.path, cal.to_ical())
+        self.fs.write(self.path, cal.to_ical())
 
     # -- events ------------------------------------------------------------------------------------------------
     def add_event(

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import MissingDependencyError
 from ._calendar import CalendarStore
 from ._contacts import Contact, to_vcard
-from ._paths import atomic_write, safe_filename
+from ._paths import ConfinedFS, safe_filename
 from ._settings import FunctionsSettings
 
 __all__ = ["DemoInfo", "init_demo"]
@@ -91,11 +91,12 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
     day = today or dt.date.today()
     settings = FunctionsSettings(data_dir=Path(data_dir), timezone=timezone)
     created = 0
+    fs = ConfinedFS([settings.data_dir])
 
     def put(path: Path, data: bytes | str) -> None:
         nonlocal created
-        if not path.exists():
-            atomic_write(path, data)
+        if not fs.exists(path):
+            fs.write(path, data)
             created += 1
 
     for c in DEMO_CONTACTS:
@@ -103,7 +104,7 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
 
     store = CalendarStore(settings.calendar_path, settings.tz, organizer="me@example.com")
     tomorrow, in_two = day + dt.timedelta(days=1), day + dt.timedelta(days=2)
-    existed = settings.calendar_path.exists()
+    existed = fs.exists(settings.calendar_path)
     events = (
         ("Daily standup", dt.datetime.combine(day, dt.time(9, 30)), 15, ["sid@example.com", "alex.chen@example.com"],
          "Team room", "demo-standup"),
@@ -154,7 +155,7 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
     for name, data in docs.items():
         put(files_dir / name, data)
     menu = files_dir / "Lunch menu.pdf"
-    if not menu.exists():
+    if not fs.exists(menu):
         put(menu, _lunch_menu_pdf(day))
 
     inbox = settings.mail_dir / "inbox"
@@ -167,7 +168,7 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
          "Are you free for dinner on Friday at 7?", 0),
     ):
         put(inbox / f"{key}.eml", _inbox_message(sender, subject, body, day - dt.timedelta(days=days_ago), key))
-    (settings.mail_dir / "outbox").mkdir(parents=True, exist_ok=True)
+    fs.mkdir(settings.mail_dir / "outbox")
 
     log.info("demo data in %s: %d new files", settings.data_dir, created)
     return DemoInfo(

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 import pydantic
 
 from ..errors import ConfigurationError, MissingDependencyError
-from ._paths import atomic_write
+from ._paths import ConfinedFS
 
 __all__ = ["FunctionsSettings", "MessageTransport", "OutboxTransport", "UrlOpener"]
 
@@ -44,6 +44,8 @@ class MessageTransport(Protocol):
 class OutboxTransport:
     """The default transport: each message becomes a JSON file in an outbox folder, for another program to send.
 
+    Writes are confined to the folder (a link planted in it is replaced, never written through).
+
     Args:
         folder: the outbox folder (created on first use).
     """
@@ -58,8 +60,8 @@ class OutboxTransport:
         now = dt.datetime.now(dt.UTC)
         path = self.folder / f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.json"
         record = {"to": list(recipients), "text": text, "created": now.isoformat(timespec="seconds")}
-        atomic_write(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
-        return str(path)
+        written = ConfinedFS([self.folder]).write(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+        return str(written)
 
     def __repr__(self) -> str:
         return f"OutboxTransport({str(self.folder)!r})"

@@ -43,22 +43,22 @@ class Binding:
     @property
     def book(self) -> ContactBook:
         """The address book."""
-        return ContactBook(self.s.contacts_dir)
+        return ContactBook(self.s.contacts_dir, roots=[self.s.data_dir])
 
     @property
     def calendar(self) -> CalendarStore:
         """The calendar and reminders."""
-        return CalendarStore(self.s.calendar_path, self.s.tz, organizer=self.s.sender)
+        return CalendarStore(self.s.calendar_path, self.s.tz, organizer=self.s.sender, roots=(self.s.data_dir,))
 
     @property
     def notes(self) -> NotesStore:
         """The markdown notes."""
-        return NotesStore(self.s.notes_dir, self.s.trash_dir)
+        return NotesStore(self.s.notes_dir, self.s.trash_dir, roots=[self.s.data_dir])
 
     @property
     def mail_fs(self) -> ConfinedFS:
-        """File access confined to the mail folder (inbox, outbox, sent)."""
-        return ConfinedFS([self.s.mail_dir])
+        """File access confined to the data folder, for the mail folders (inbox, outbox, sent)."""
+        return ConfinedFS([self.s.data_dir])
 
     @property
     def files_fs(self) -> ConfinedFS:

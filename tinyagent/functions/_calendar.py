@@ -84,16 +84,18 @@ class CalendarStore:
         path: the file (created with its folder on first write).
         tz: the zone naive times are interpreted in and results are reported in.
         organizer: the ORGANIZER address written on new events (empty: none).
+        roots: the folders the file (or a link at its name) may lie in; default the file's own folder.
     """
 
     path: Path
     tz: dt.tzinfo
     organizer: str = ""
+    roots: tuple[Path, ...] = ()
 
     @property
     def fs(self) -> ConfinedFS:
-        """File access confined to the calendar's folder."""
-        return ConfinedFS([Path(self.path).parent])
+        """File access confined to ``roots``."""
+        return ConfinedFS(self.roots or [Path(self.path).parent])
 
     # -- file ------------------------------------------------------------------------------------------------
     def load(self) -> Any:

@@ -184,11 +184,16 @@ def to_vcard(contact: Contact) -> str:
 
 
 class ContactBook:
-    """The ``*.vcf`` files of one folder, read fresh on every lookup so edits by other programs are seen."""
+    """The ``*.vcf`` files of one folder, read fresh on every lookup so edits by other programs are seen.
 
-    def __init__(self, folder: Path) -> None:
+    Args:
+        folder: the folder.
+        roots: the folders a contact file (or a link to one) may lie in; default the folder itself.
+    """
+
+    def __init__(self, folder: Path, roots: Sequence[Path] = ()) -> None:
         self.folder = Path(folder)
-        self.fs = ConfinedFS([self.folder])
+        self.fs = ConfinedFS(roots or [self.folder])
 
     def contacts(self) -> list[Contact]:
         """Every contact in the folder, in file-name order (links that point outside it are skipped)."""

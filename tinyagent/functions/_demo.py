@@ -102,7 +102,8 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
     for c in DEMO_CONTACTS:
         put(settings.contacts_dir / f"{safe_filename(c.full_name)}.vcf", to_vcard(c))
 
-    store = CalendarStore(settings.calendar_path, settings.tz, organizer="me@example.com")
+    store = CalendarStore(settings.calendar_path, settings.tz, organizer="me@example.com",
+                          roots=(settings.data_dir,))
     tomorrow, in_two = day + dt.timedelta(days=1), day + dt.timedelta(days=2)
     existed = fs.exists(settings.calendar_path)
     events = (

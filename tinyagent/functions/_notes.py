@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,23 +28,28 @@ class Note:
 
 
 class NotesStore:
-    """The notes under one folder; every file access is confined to it and the trash (see :class:`ConfinedFS`).
+    """The notes under one folder; every file access goes through :class:`ConfinedFS`.
 
     Args:
         root: the notes folder.
         trash: where deleted notes are moved.
+        roots: the folders a note file (or a link to one) may lie in; default the notes folder and the trash.
     """
 
-    def __init__(self, root: Path, trash: Path) -> None:
+    def __init__(self, root: Path, trash: Path, roots: Sequence[Path] = ()) -> None:
         self.root = Path(root)
         self.trash = Path(trash)
-        self.fs = ConfinedFS([self.root, self.trash])
+        self.fs = ConfinedFS(roots or [self.root, self.trash])
 
     def notes(self) -> list[Note]:
         """Every note, sorted by folder and title (links that point outside the notes folder are skipped)."""
         out: list[Note] = []
-        for path in self.fs.files(self.root, ".md", recursive=True):
-            rel = path.relative_to(self.fs.roots[0]) if path.is_relative_to(self.fs.roots[0]) else Path(path.name)
+        try:
+            top = self.fs.resolve(self.root)
+        except PathEscapeError:  # the notes folder itself is a link out of the data folder
+            return out
+        for path in self.fs.files(top, ".md", recursive=True):
+            rel = path.relative_to(top)
             out.append(Note(self._title_of(path), path, rel.parent.as_posix().strip(".")))
         return out
 
@@ -107,7 +113,7 @@ class NotesStore:
         if any(p.strip() in ("..", ".") for p in raw_parts) or Path(folder).is_absolute():
             raise PathEscapeError(f"the folder {folder!r} leaves the notes folder; use a plain folder name like 'work'")
         parts = [safe_filename(p, "folder") for p in raw_parts]
-        return self.fs.resolve(Path(*parts, f"{stem}.md") if parts else Path(f"{stem}.md"))
+        return self.fs.resolve(self.root.joinpath(*parts, f"{stem}.md"))
 
     def exists(self, path: Path) -> bool:
         """Whether a note file is at ``path``."""

@@ -46,8 +46,9 @@ _DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 _BINARY: int = getattr(os, "O_BINARY", 0)
-# Descriptor-relative opens (the race-proof path) need all of these; Windows has none of them.
-_AT = bool(_NOFOLLOW and _DIRECTORY) and {os.open, os.mkdir, os.replace, os.unlink} <= os.supports_dir_fd
+# Descriptor-relative opens (the race-proof path) need all of these (os.replace takes dir_fd as os.rename does);
+# Windows has none of them.
+_AT = bool(_NOFOLLOW and _DIRECTORY) and {os.open, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd
 _MAX_FILES = 20000
 LOCK_TIMEOUT_S = 30.0
 """Seconds a tool waits for another thread or process to release a store before it fails with StoreError."""

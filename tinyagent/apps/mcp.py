@@ -399,25 +399,42 @@ class _ExportSettings:
 
 def _jsonable(value: Any) -> Any:
     """A JSON value for ``value`` (dataclasses, pydantic models, dates and paths become plain data)."""
-    import dataclasses
-    import pathlib
+    from pydantic_core import to_jsonable_python
 
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
-    if isinstance(value, pathlib.PurePath):
-        return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(dataclasses.asdict(value))
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return _jsonable(dump(mode="json"))
-    return str(value)
+    return to_jsonable_python(value, fallback=str)
+
+
+def _listing(types: Any, exported: Mapping[str, Tool]) -> Any:
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=t.name,
+                description=t.description,
+                input_schema=t.parameters,
+                output_schema={"type": "object", "properties": {_WRAP_KEY: {}}, "required": [_WRAP_KEY]},
+                annotations=_annotations(types, t),
+            )
+            for t in exported.values()
+        ]
+    )
+
+
+async def _call_exported(types: Any, tool: Tool, arguments: Mapping[str, Any] | None,
+                         settings: _ExportSettings) -> CallToolResult:
+    context = ToolContext(confirm_hook=settings.confirm, model=settings.model, today=settings.today(),
+                          deps=settings.deps)
+    try:
+        value = await tool.call(dict(arguments or {}), context)
+    except PlanValidationError as exc:
+        return _error_result(f"bad arguments: {exc}")
+    except TinyAgentError as exc:
+        return _error_result(str(exc))
+    data = _jsonable(value)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    result: CallToolResult = types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content={_WRAP_KEY: data}
+    )
+    return result
 
 
 def serve_registry(
@@ -461,37 +478,14 @@ def serve_registry(
                                model=model)
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=t.name,
-                    description=t.description,
-                    input_schema=t.parameters,
-                    output_schema={"type": "object", "properties": {_WRAP_KEY: {}}, "required": [_WRAP_KEY]},
-                    annotations=_annotations(types, t),
-                )
-                for t in exported.values()
-            ]
-        )
+        listing: types.ListToolsResult = _listing(types, exported)
+        return listing
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = exported.get(params.name)
         if tool is None:
             return _error_result(f"unknown tool {params.name!r}; this server has {sorted(exported)}")
-        args = dict(params.arguments or {})
-        context = ToolContext(confirm_hook=settings.confirm, model=settings.model, today=settings.today(),
-                              deps=settings.deps)
-        try:
-            value = await tool.call(args, context)
-        except PlanValidationError as exc:
-            return _error_result(f"bad arguments: {exc}")
-        except TinyAgentError as exc:
-            return _error_result(str(exc))
-        data = _jsonable(value)
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content={_WRAP_KEY: data}
-        )
+        return await _call_exported(types, tool, params.arguments, settings)
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         tool = exported.get(tool_name)

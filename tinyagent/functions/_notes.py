@@ -107,7 +107,7 @@ class NotesStore:
         return note
 
     def path_for(self, title: str, folder: str) -> Path:
-        """Where a new note titled ``title`` in ``folder`` goes (confined to the notes folder)."""
+        """Where a new note titled ``title`` in ``folder`` goes (``..`` and links out of the roots are refused)."""
         stem = safe_filename(title)
         raw_parts = [p for p in re.split(r"[/\\]+", folder) if p.strip()] if folder else []
         if any(p.strip() in ("..", ".") for p in raw_parts) or Path(folder).is_absolute():

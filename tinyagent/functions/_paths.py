@@ -7,9 +7,10 @@ functions below it), and every path it touches first passes :func:`confine`:
   outright, and so are absolute paths outside the roots;
 * the file is then opened relative to a descriptor of its root, one component at a time with ``O_NOFOLLOW``, so a
   symlink planted after the check (a race) makes the open fail instead of following it out;
-* writes go to a temporary file created with ``O_EXCL | O_NOFOLLOW`` in the target's folder and then replace the
-  target with ``os.replace`` (atomic: other programs see the old file or the new one, never half of one; a symlink
-  at the target's name is replaced, never written through);
+* writes go to a temporary file created with ``O_EXCL | O_NOFOLLOW`` in the target's folder (reached through
+  descriptors, as above) and then replace the target with ``os.replace``: atomic (other programs see the old file
+  or the new one, never half of one), and a symlink swapped in at the target's name after the check is itself
+  replaced, never written through;
 * listings skip hidden entries and symlinks that point outside the roots, and never descend into linked folders;
 * :func:`store_lock` is a per-store lock that holds across threads and processes (``filelock``).
 
@@ -222,8 +223,8 @@ def _write_plain(path: Path, payload: bytes) -> None:
 def atomic_write(path: Path, data: bytes | str, roots: Sequence[Path] | None = None) -> None:
     """Write ``data`` to ``path`` all at once: a temporary file in the same folder, fsync, then ``os.replace``.
 
-    A crash or an exception leaves either the old file or the new one, never half of it. A symlink at ``path`` is
-    replaced by the new file, never written through.
+    A crash or an exception leaves either the old file or the new one, never half of it. A symlink at ``path``
+    that leads outside ``roots`` is refused; one that stays inside is resolved, and its target is replaced.
 
     Args:
         path: the file to write.

@@ -44,7 +44,7 @@ class MessageTransport(Protocol):
 class OutboxTransport:
     """The default transport: each message becomes a JSON file in an outbox folder, for another program to send.
 
-    Writes are confined to the folder (a link planted in it is replaced, never written through).
+    Writes go through the confined file access: a link in the folder that leads outside ``roots`` is refused.
 
     Args:
         folder: the outbox folder (created on first use).

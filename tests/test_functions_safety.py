@@ -91,8 +91,13 @@ def files_with_token(root: Path) -> list[Path]:
 
 
 def plant(data: Path, outside: Path, link: str, target: str) -> None:
-    """Make ``data/link`` a symlink to ``outside/target`` (replacing whatever is there)."""
+    """Make ``data/link`` a symlink to ``outside/target`` (replacing whatever is there).
+
+    A plant below a folder that an earlier plant made a link is skipped: it would land outside.
+    """
     path = data / link
+    if any((data / parent).is_symlink() for parent in Path(link).parents):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or path.is_file():
         path.unlink()
@@ -286,7 +291,9 @@ PLANTS = [
     "secret.eml"), ("mail/inbox/linked", "dir"), ("mail/outbox", "dir"), ("mail/sent", "dir"),
     ("files/evil.txt", "secret.txt"), ("files/Q4 budget.csv", "secret.txt"), ("files/linked", "dir"),
     ("files/ghost.txt", "ghost.txt"), ("trash", "dir"), ("messages/outbox", "dir"), (".notes.lock", "secret.txt"),
-    ("calendar/.calendar.ics.lock", "secret.txt"), ("notes/work", "dir"),
+    ("calendar/.calendar.ics.lock", "secret.txt"), ("notes/work", "dir"), ("notes", "dir"), ("contacts", "dir"),
+    ("calendar", "dir"), ("mail", "dir"), ("mail/inbox", "dir"), ("files", "dir"), ("messages", "dir"),
+    ("calendar", "missing"), ("trash", "missing"),
 ]
 PATHS = ["evil.txt", "files/evil.txt", "files/linked/secret.txt", "../outside/secret.txt", "OUTSIDE/secret.txt",
          "files/../../outside/secret.txt", "notes/evil.md", "calendar/calendar.ics", "mail/inbox/evil.eml",
@@ -332,9 +339,9 @@ def _outcome(tools: dict[str, Tool], data: Path, name: str, args: dict[str, Any]
         return f"{type(exc).__name__}: {exc}"
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plants=st.lists(st.sampled_from(PLANTS), min_size=1, max_size=6, unique_by=lambda p: p[0]),
-       calls=st.lists(CALLS, min_size=1, max_size=8))
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plants=st.lists(st.sampled_from(PLANTS), min_size=1, max_size=8, unique_by=lambda p: p[0]),
+       calls=st.lists(CALLS, min_size=4, max_size=16))
 def test_nothing_outside_the_roots_is_read_or_written(
     demo_template: Path, plants: list[tuple[str, str]], calls: list[tuple[str, dict[str, Any]]]
 ) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import MissingDependencyError
 from ._errors import StoreError
-from ._paths import ConfinedFS, store_lock
+from ._paths import ConfinedFS
 
 __all__ = ["CalendarStore", "EventInfo", "TodoInfo"]
 
@@ -156,7 +156,7 @@ class CalendarStore:
             attendee.params["PARTSTAT"] = ical.vText("NEEDS-ACTION")
             attendee.params["RSVP"] = ical.vText("TRUE")
             event.add("attendee", attendee, encode=0)
-        with store_lock(self.path):
+        with self.fs.lock(self.path):
             cal = self.load()
             if uid is not None and any(str(c.get("uid")) == uid for c in cal.walk("VEVENT")):
                 return next(e for e in self._events(cal) if e.uid == uid)
@@ -242,7 +242,7 @@ class CalendarStore:
         elif due is not None:
             todo.add("due", due)
             due_text = due.isoformat()
-        with store_lock(self.path):
+        with self.fs.lock(self.path):
             cal = self.load()
             if uid is not None and any(str(c.get("uid")) == uid for c in cal.walk("VTODO")):
                 return next(t for t in self.todos(include_completed=True) if t.uid == uid)

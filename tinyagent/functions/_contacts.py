@@ -17,7 +17,7 @@ from pathlib import Path
 from .._text import strip_accents
 from ..errors import MissingDependencyError, PathEscapeError
 from ._errors import AmbiguousContact, ContactNotFound, ItemNotFound
-from ._paths import ConfinedFS, safe_filename, store_lock
+from ._paths import ConfinedFS, safe_filename
 
 __all__ = ["Contact", "ContactBook", "normalize_name", "parse_vcards", "to_vcard"]
 
@@ -211,7 +211,7 @@ class ContactBook:
         if not contact.uid:
             contact.uid = str(uuid.uuid4())
         path = self.folder / f"{safe_filename(contact.full_name, 'name')}.vcf"
-        with store_lock(self.folder):
+        with self.fs.lock(self.folder):
             return self.fs.write(path, to_vcard(contact))
 
     def find(self, query: str, tool: str = "") -> Contact:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import MissingDependencyError, PathEscapeError
 from ._errors import InvalidArgument, ItemNotFound
-from ._paths import ConfinedFS, safe_filename, store_lock
+from ._paths import ConfinedFS, safe_filename
 
 __all__ = ["Note", "NotesStore"]
 
@@ -124,12 +124,12 @@ class NotesStore:
         text = body.strip()
         if text.startswith("# "):
             text = text.split("\n", 1)[1].lstrip("\n") if "\n" in text else ""
-        with store_lock(self.root):
+        with self.fs.lock(self.root):
             self.fs.write(path, f"# {title.strip()}\n\n{text}\n")
 
     def append(self, note: Note, text: str) -> None:
         """Append ``text`` as a new paragraph (atomically)."""
-        with store_lock(self.root):
+        with self.fs.lock(self.root):
             current = self.fs.read_text(note.path)
             self.fs.write(note.path, current.rstrip("\n") + "\n\n" + text.strip() + "\n")
 
@@ -158,7 +158,7 @@ class NotesStore:
 
     def delete(self, note: Note) -> Path:
         """Move ``note`` into the trash folder (never lost outright) and return where it went."""
-        with store_lock(self.root):
+        with self.fs.lock(self.root):
             self.fs.mkdir(self.trash)
             target = self.trash / note.path.name
             n = 1

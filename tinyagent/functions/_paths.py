@@ -345,7 +345,7 @@ class ConfinedFS:
     def mkdir(self, path: str | os.PathLike[str]) -> Path:
         """Create a folder (and its parents) inside the roots without following links; return it."""
         resolved = self.resolve(path)
-        if not _AT:
+        if not _AT or resolved in self.roots:
             resolved.mkdir(parents=True, exist_ok=True)
             return resolved
         dfd, name = _parent_fd(resolved, self.roots, create=True)
@@ -372,6 +372,15 @@ class ConfinedFS:
         finally:
             os.close(sfd)
         return dst
+
+    def lock(self, store: str | os.PathLike[str]) -> contextlib.AbstractContextManager[None]:
+        """:func:`store_lock` for ``store``, whose lock file must lie inside the roots (so it is never made outside).
+
+        Raises:
+            PathEscapeError: the store's folder is (or passes through) a link out of the roots.
+        """
+        folder = self.mkdir(Path(store).parent)
+        return store_lock(folder / Path(store).name)
 
     def mtime(self, path: str | os.PathLike[str]) -> float:
         """The modification time of ``path`` (of a link itself, never of what it points to)."""

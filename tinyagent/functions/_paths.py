@@ -126,22 +126,24 @@ def _escape(path: Path, exc: OSError) -> PathEscapeError:
 def _open_dir_at(name: str, dir_fd: int, full: Path, create: bool) -> int:
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
     try:
-        return os.open(name, flags, dir_fd=dir_fd)
-    except FileNotFoundError:
-        if not create:
-            raise
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(name, 0o700, dir_fd=dir_fd)
         try:
             return os.open(name, flags, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise _escape(full, exc) from exc
-            raise
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o700, dir_fd=dir_fd)
+            return os.open(name, flags, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        try:
+            is_link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except OSError:
+            is_link = False
+        if is_link:
             raise _escape(full, exc) from exc
-        raise
+        raise ItemNotFound(f"{full} is not a folder; give a path to a file inside a folder") from exc
 
 
 def _parent_fd(resolved: Path, roots: Sequence[Path], create: bool) -> tuple[int, str]:

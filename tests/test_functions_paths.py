@@ -78,7 +78,7 @@ def test_atomic_write_failure_keeps_old_content(tmp_path: Path, monkeypatch: pyt
     path = tmp_path / "f.txt"
     atomic_write(path, "old")
 
-    def boom(src: str, dst: str) -> None:
+    def boom(src: str, dst: str, **kwargs: object) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)

@@ -218,3 +218,81 @@ async def test_sync_facade_refuses_inside_a_loop() -> None:
     with pytest.raises(ConfigurationError, match="atools_from_mcp"):
         tools_from_mcp(sys.executable, ["-m", "tinyagent.apps.mcp", "x:y"])
 
+
+
+# -- safety hints (issue 17 finding 4) -------------------------------------------------------------------------------
+def _builtin_server(data_dir: Path, **kwargs: Any) -> Any:
+    from tinyagent.functions import FunctionsSettings, builtin_tools
+
+    return serve_registry(builtin_tools(FunctionsSettings(data_dir=data_dir, timezone="UTC")), **kwargs)
+
+
+async def test_exported_builtins_advertise_their_real_effects(data_dir: Path) -> None:
+    async with Client(_builtin_server(data_dir)) as client:
+        hints = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    assert hints["delete_note"] is not None and hints["delete_note"].destructive_hint is True
+    assert hints["delete_note"].read_only_hint is False
+    for name in ("send_email", "send_message", "reply_to_email", "forward_email"):
+        annotations = hints[name]
+        assert annotations is not None and annotations.open_world_hint is True, name
+        assert annotations.read_only_hint is False, name
+    for name in ("open_note", "search_notes", "read_file", "get_email_address", "list_calendar_events"):
+        annotations = hints[name]
+        assert annotations is not None and annotations.read_only_hint is True, name
+        assert annotations.destructive_hint is False and annotations.open_world_hint is False, name
+    create = hints["create_note"]
+    assert create is not None and (create.read_only_hint, create.destructive_hint, create.open_world_hint) == (
+        False, False, False)
+
+
+async def test_an_imported_delete_note_asks_the_confirm_hook_and_a_denial_keeps_the_note(data_dir: Path) -> None:
+    from tinyagent import ConfirmationRequest
+
+    note = data_dir / "notes" / "personal" / "Gift ideas.md"
+    tools = {t.name: t for t in await atools_from_mcp(_builtin_server(data_dir, confirm=lambda request: True))}
+    delete = tools["delete_note"]
+    assert delete.requires_confirmation and delete.effects == "destructive"
+    assert tools["send_email"].requires_confirmation and tools["send_email"].effects == "outgoing"
+    assert tools["send_message"].requires_confirmation and tools["send_message"].effects == "outgoing"
+    assert not tools["open_note"].requires_confirmation and tools["open_note"].effects == "read"
+    assert not tools["append_note"].requires_confirmation and tools["append_note"].effects == "write"
+
+    asked: list[ConfirmationRequest] = []
+
+    def refuse(request: ConfirmationRequest) -> bool:
+        asked.append(request)
+        return False
+
+    with pytest.raises(ConfirmationDenied):
+        await delete.call({"title": "Gift ideas"}, ToolContext(confirm_hook=refuse))
+    assert [r.tool for r in asked] == ["delete_note"]
+    assert note.exists()
+
+    result = await delete.call({"title": "Gift ideas"}, ToolContext(confirm_hook=lambda request: True))
+    assert result["deleted"] == "Gift ideas"
+    assert not note.exists()
+
+
+async def test_mcp_open_note_does_not_follow_a_link_out(data_dir: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SENTINEL-MCP-7f3a")
+    (data_dir / "notes" / "evil.md").symlink_to(secret)
+    async with Client(_builtin_server(data_dir)) as client:
+        opened = await client.call_tool("open_note", {"title": "evil"})
+        searched = await client.call_tool("search_notes", {"query": "sentinel"})
+    assert opened.is_error
+    texts = [block.text for result in (opened, searched) for block in result.content if hasattr(block, "text")]
+    assert all("SENTINEL-MCP-7f3a" not in text for text in texts)
+
+
+def test_effects_from_hints() -> None:
+    import mcp_types as types
+
+    from tinyagent.apps.mcp import effects_from_hints
+
+    assert effects_from_hints(None) == "write"
+    assert effects_from_hints(types.ToolAnnotations()) == "write"
+    assert effects_from_hints(types.ToolAnnotations(read_only_hint=True, destructive_hint=True)) == "read"
+    assert effects_from_hints(types.ToolAnnotations(destructive_hint=True, open_world_hint=True)) == "destructive"
+    assert effects_from_hints(types.ToolAnnotations(open_world_hint=True)) == "outgoing"
+    assert effects_from_hints(types.ToolAnnotations(read_only_hint=False, destructive_hint=False)) == "write"

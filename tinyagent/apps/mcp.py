@@ -15,6 +15,11 @@ Export::
 
 Tool results cross the boundary as JSON: a tinyagent tool's return value is sent as structured content
 ``{"result": value}`` (plus a text block), and unwrapped again on import.
+
+Safety hints cross it too, both ways (:func:`hints_for` and :func:`effects_from_hints`): a tool's ``effects``
+become ``readOnlyHint`` / ``destructiveHint`` / ``openWorldHint`` on export, and on import the hints become
+``effects`` again; an imported tool whose hints say destructive or open-world (outgoing) asks the app's
+confirmation hook before every call.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
+from .._tools import ConfirmHook, Effects, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import (
     ConfigurationError,
     MCPError,
@@ -49,6 +54,8 @@ __all__ = [
     "MCPError",
     "MCPToolSource",
     "atools_from_mcp",
+    "effects_from_hints",
+    "hints_for",
     "run_stdio",
     "serve_registry",
     "tools_from_mcp",
@@ -140,6 +147,45 @@ def _is_wrapped_schema(schema: Mapping[str, Any] | None) -> bool:
     return isinstance(props, Mapping) and set(props) == {_WRAP_KEY}
 
 
+def effects_from_hints(annotations: Any) -> Effects:
+    """The ``effects`` an MCP tool's annotations declare.
+
+    ``readOnlyHint`` wins (the spec ignores the other hints then); then ``destructiveHint``; then ``openWorldHint``
+    (the tool reaches beyond this machine: treated as outgoing); otherwise ``"write"``. A hint the server leaves
+    out counts as not given, so a tool without annotations is ``"write"`` (pass ``confirm=[name]`` to guard it).
+    """
+    if annotations is None:
+        return "write"
+    if getattr(annotations, "read_only_hint", None) is True:
+        return "read"
+    if getattr(annotations, "destructive_hint", None) is True:
+        return "destructive"
+    if getattr(annotations, "open_world_hint", None) is True:
+        return "outgoing"
+    return "write"
+
+
+def hints_for(tool: Tool) -> dict[str, bool]:
+    """The MCP annotations for ``tool``, from its ``effects``.
+
+    A ``"write"`` tool that requires confirmation is advertised as destructive, since it asks before it acts.
+    """
+    return {
+        "read_only_hint": tool.read_only,
+        "destructive_hint": tool.destructive or (tool.requires_confirmation and tool.effects == "write"),
+        "idempotent_hint": tool.read_only,
+        "open_world_hint": tool.outgoing,
+    }
+
+
+def _annotations(types: Any, tool: Tool) -> Any:
+    hints = hints_for(tool)
+    return types.ToolAnnotations(
+        read_only_hint=hints["read_only_hint"], destructive_hint=hints["destructive_hint"],
+        idempotent_hint=hints["idempotent_hint"], open_world_hint=hints["open_world_hint"],
+    )
+
+
 def _mcp_tool_to_tool(
     spec: Any,
     call: Callable[[str, dict[str, Any]], Awaitable[Any]],
@@ -149,8 +195,7 @@ def _mcp_tool_to_tool(
 ) -> Tool:
     name = f"{prefix}{spec.name}"
     parameters = dict(spec.input_schema or {})
-    annotations = getattr(spec, "annotations", None)
-    destructive = bool(annotations is not None and getattr(annotations, "destructive_hint", False))
+    effects = effects_from_hints(getattr(spec, "annotations", None))
     base = Tool.from_openai({"name": name, "description": spec.description or "", "parameters": parameters})
     remote_name = str(spec.name)
 
@@ -164,8 +209,10 @@ def _mcp_tool_to_tool(
         parameters=base.parameters,
         function=invoke,
         timeout=timeout_s,
-        requires_confirmation=destructive or spec.name in confirm_names or name in confirm_names,
+        requires_confirmation=effects in ("destructive", "outgoing") or spec.name in confirm_names
+        or name in confirm_names,
         returns=spec.title or "",
+        effects=effects,
     )
 
 
@@ -207,7 +254,7 @@ async def atools_from_mcp(
         prefix: prepended to every tool name (to keep names unique across servers).
         timeout_s: per-call timeout in seconds.
         confirm: names of tools that must pass the app's confirmation hook (tools the server marks
-            ``destructiveHint`` always do).
+            ``destructiveHint`` or ``openWorldHint``, and not ``readOnlyHint``, always do).
 
     Returns:
         The tools, in the server's order.
@@ -348,25 +395,42 @@ class _ExportSettings:
 
 def _jsonable(value: Any) -> Any:
     """A JSON value for ``value`` (dataclasses, pydantic models, dates and paths become plain data)."""
-    import dataclasses
-    import pathlib
+    from pydantic_core import to_jsonable_python
 
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
-    if isinstance(value, pathlib.PurePath):
-        return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(dataclasses.asdict(value))
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return _jsonable(dump(mode="json"))
-    return str(value)
+    return to_jsonable_python(value, fallback=str)
+
+
+def _listing(types: Any, exported: Mapping[str, Tool]) -> Any:
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=t.name,
+                description=t.description,
+                input_schema=t.parameters,
+                output_schema={"type": "object", "properties": {_WRAP_KEY: {}}, "required": [_WRAP_KEY]},
+                annotations=_annotations(types, t),
+            )
+            for t in exported.values()
+        ]
+    )
+
+
+async def _call_exported(types: Any, tool: Tool, arguments: Mapping[str, Any] | None,
+                         settings: _ExportSettings) -> CallToolResult:
+    context = ToolContext(confirm_hook=settings.confirm, model=settings.model, today=settings.today(),
+                          deps=settings.deps)
+    try:
+        value = await tool.call(dict(arguments or {}), context)
+    except PlanValidationError as exc:
+        return _error_result(f"bad arguments: {exc}")
+    except TinyAgentError as exc:
+        return _error_result(str(exc))
+    data = _jsonable(value)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    result: CallToolResult = types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content={_WRAP_KEY: data}
+    )
+    return result
 
 
 def serve_registry(
@@ -382,8 +446,9 @@ def serve_registry(
 
     The result is a low-level ``mcp.server.Server`` (not ``MCPServer``, whose constructor reconfigures the root
     logger): connect to it in-process with ``mcp.Client(server)``, or serve it over stdio with :func:`run_stdio`.
-    Schema-only tools are not listed. Tools that require confirmation ask ``confirm``; the default refuses, because
-    an MCP client cannot be asked.
+    Schema-only tools are not listed. Each tool's annotations come from its ``effects`` (:func:`hints_for`).
+    Tools that require confirmation, and built-ins that confirm inside the call, ask ``confirm``; the default
+    refuses, because an MCP client cannot be asked.
 
     Args:
         registry: the tools.
@@ -409,37 +474,14 @@ def serve_registry(
                                model=model)
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=t.name,
-                    description=t.description,
-                    input_schema=t.parameters,
-                    output_schema={"type": "object", "properties": {_WRAP_KEY: {}}, "required": [_WRAP_KEY]},
-                    annotations=types.ToolAnnotations(destructive_hint=t.requires_confirmation),
-                )
-                for t in exported.values()
-            ]
-        )
+        listing: types.ListToolsResult = _listing(types, exported)
+        return listing
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = exported.get(params.name)
         if tool is None:
             return _error_result(f"unknown tool {params.name!r}; this server has {sorted(exported)}")
-        args = dict(params.arguments or {})
-        context = ToolContext(confirm_hook=settings.confirm, model=settings.model, today=settings.today(),
-                              deps=settings.deps)
-        try:
-            value = await tool.call(args, context)
-        except PlanValidationError as exc:
-            return _error_result(f"bad arguments: {exc}")
-        except TinyAgentError as exc:
-            return _error_result(str(exc))
-        data = _jsonable(value)
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content={_WRAP_KEY: data}
-        )
+        return await _call_exported(types, tool, params.arguments, settings)
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         tool = exported.get(tool_name)

@@ -8,9 +8,12 @@ user data folder, on Linux, macOS and Windows::
     init_demo("/tmp/demo")
     tools = builtin_tools(FunctionsSettings(data_dir="/tmp/demo"))
 
-Safety: every path is confined to the configured roots (``..`` and symlink escapes raise
-:class:`~tinyagent.errors.PathEscapeError`); outgoing and destructive actions ask the app's confirmation hook
-(:func:`terminal_confirm` for command-line apps); files are written atomically after all input is validated.
+Safety: every file access goes through one confined path (:func:`confine`, then symlink-refusing opens from the
+root's descriptor): ``..``, absolute paths outside the roots and symlinks that lead out raise
+:class:`~tinyagent.errors.PathEscapeError`, and listings skip such links. Every tool declares its ``effects``
+(read, write, destructive, outgoing); outgoing and destructive actions ask the app's confirmation hook where the
+tool itself acts (:func:`terminal_confirm` for command-line apps). Files are written atomically after all input is
+validated, under per-store locks that hold across threads and processes.
 The extra ``tinyagent[functions]`` installs the dependencies (icalendar, pypdf, rapidfuzz, fpdf2, dateutil, tzlocal).
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import MissingDependencyError
 from ._errors import StoreError
-from ._paths import atomic_write, store_lock
+from ._paths import ConfinedFS
 
 __all__ = ["CalendarStore", "EventInfo", "TodoInfo"]
 
@@ -84,11 +84,18 @@ class CalendarStore:
         path: the file (created with its folder on first write).
         tz: the zone naive times are interpreted in and results are reported in.
         organizer: the ORGANIZER address written on new events (empty: none).
+        roots: the folders the file (or a link at its name) may lie in; default the file's own folder.
     """
 
     path: Path
     tz: dt.tzinfo
     organizer: str = ""
+    roots: tuple[Path, ...] = ()
+
+    @property
+    def fs(self) -> ConfinedFS:
+        """File access confined to ``roots``."""
+        return ConfinedFS(self.roots or [Path(self.path).parent])
 
     # -- file ------------------------------------------------------------------------------------------------
     def load(self) -> Any:
@@ -98,13 +105,14 @@ class CalendarStore:
             StoreError: the file is not valid iCalendar.
         """
         ical = _ical()
-        if not self.path.exists():
+        fs = self.fs
+        if not fs.exists(self.path):
             cal = ical.Calendar()
             cal.add("prodid", PRODID)
             cal.add("version", "2.0")
             return cal
         try:
-            return ical.Calendar.from_ical(self.path.read_bytes())
+            return ical.Calendar.from_ical(fs.read_bytes(self.path))
         except (ValueError, IndexError, KeyError) as exc:
             raise StoreError(
                 f"{self.path} is not a valid iCalendar file ({exc}); repair it or move it away to start a new one"
@@ -112,7 +120,7 @@ class CalendarStore:
 
     def _save(self, cal: Any) -> None:
         cal.add_missing_timezones()
-        atomic_write(self.path, cal.to_ical())
+        self.fs.write(self.path, cal.to_ical())
 
     # -- events ------------------------------------------------------------------------------------------------
     def add_event(
@@ -148,7 +156,7 @@ class CalendarStore:
             attendee.params["PARTSTAT"] = ical.vText("NEEDS-ACTION")
             attendee.params["RSVP"] = ical.vText("TRUE")
             event.add("attendee", attendee, encode=0)
-        with store_lock(self.path):
+        with self.fs.lock(self.path):
             cal = self.load()
             if uid is not None and any(str(c.get("uid")) == uid for c in cal.walk("VEVENT")):
                 return next(e for e in self._events(cal) if e.uid == uid)
@@ -234,7 +242,7 @@ class CalendarStore:
         elif due is not None:
             todo.add("due", due)
             due_text = due.isoformat()
-        with store_lock(self.path):
+        with self.fs.lock(self.path):
             cal = self.load()
             if uid is not None and any(str(c.get("uid")) == uid for c in cal.walk("VTODO")):
                 return next(t for t in self.todos(include_completed=True) if t.uid == uid)

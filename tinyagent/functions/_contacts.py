@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._text import strip_accents
-from ..errors import MissingDependencyError
-from ._errors import AmbiguousContact, ContactNotFound
-from ._paths import atomic_write, safe_filename
+from ..errors import MissingDependencyError, PathEscapeError
+from ._errors import AmbiguousContact, ContactNotFound, ItemNotFound
+from ._paths import ConfinedFS, safe_filename
 
 __all__ = ["Contact", "ContactBook", "normalize_name", "parse_vcards", "to_vcard"]
 
@@ -184,27 +184,35 @@ def to_vcard(contact: Contact) -> str:
 
 
 class ContactBook:
-    """The ``*.vcf`` files of one folder, read fresh on every lookup so edits by other programs are seen."""
+    """The ``*.vcf`` files of one folder, read fresh on every lookup so edits by other programs are seen.
 
-    def __init__(self, folder: Path) -> None:
+    Args:
+        folder: the folder.
+        roots: the folders a contact file (or a link to one) may lie in; default the folder itself.
+    """
+
+    def __init__(self, folder: Path, roots: Sequence[Path] = ()) -> None:
         self.folder = Path(folder)
+        self.fs = ConfinedFS(roots or [self.folder])
 
     def contacts(self) -> list[Contact]:
-        """Every contact in the folder, in file-name order."""
+        """Every contact in the folder, in file-name order (links that point outside it are skipped)."""
         out: list[Contact] = []
-        if not self.folder.is_dir():
-            return out
-        for path in sorted(self.folder.glob("*.vcf")):
-            out.extend(parse_vcards(path.read_text(encoding="utf-8", errors="replace"), source=path))
+        for path in self.fs.files(self.folder, ".vcf"):
+            try:
+                text = self.fs.read_text(path)
+            except (PathEscapeError, ItemNotFound):  # swapped for a link or removed since the listing
+                continue
+            out.extend(parse_vcards(text, source=path))
         return out
 
     def add(self, contact: Contact) -> Path:
-        """Write ``contact`` to its own ``.vcf`` file (atomically) and return the path."""
+        """Write ``contact`` to its own ``.vcf`` file (atomically, replacing one of the same name); return the path."""
         if not contact.uid:
             contact.uid = str(uuid.uuid4())
         path = self.folder / f"{safe_filename(contact.full_name, 'name')}.vcf"
-        atomic_write(path, to_vcard(contact))
-        return path
+        with self.fs.lock(self.folder):
+            return self.fs.write(path, to_vcard(contact))
 
     def find(self, query: str, tool: str = "") -> Contact:
         """The one contact ``query`` names.

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import MissingDependencyError
 from ._calendar import CalendarStore
 from ._contacts import Contact, to_vcard
-from ._paths import atomic_write, safe_filename
+from ._paths import ConfinedFS, safe_filename
 from ._settings import FunctionsSettings
 
 __all__ = ["DemoInfo", "init_demo"]
@@ -90,20 +90,46 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
     """
     day = today or dt.date.today()
     settings = FunctionsSettings(data_dir=Path(data_dir), timezone=timezone)
-    created = 0
-
-    def put(path: Path, data: bytes | str) -> None:
-        nonlocal created
-        if not path.exists():
-            atomic_write(path, data)
-            created += 1
-
+    seed = _Seeder(settings)
     for c in DEMO_CONTACTS:
-        put(settings.contacts_dir / f"{safe_filename(c.full_name)}.vcf", to_vcard(c))
+        seed.put(settings.contacts_dir / f"{safe_filename(c.full_name)}.vcf", to_vcard(c))
+    events = _seed_calendar(seed, day)
+    notes = _seed_notes(seed, day)
+    files = _seed_files(seed, day)
+    _seed_inbox(seed, day)
+    log.info("demo data in %s: %d new files", settings.data_dir, seed.created)
+    return DemoInfo(
+        data_dir=settings.data_dir,
+        today=day,
+        contacts=tuple(c.full_name for c in DEMO_CONTACTS),
+        events=events,
+        notes=notes,
+        files=files,
+        created=seed.created,
+        reminders=("Buy milk", "Call the dentist"),
+    )
 
-    store = CalendarStore(settings.calendar_path, settings.tz, organizer="me@example.com")
+
+class _Seeder:
+    """Writes demo files through the data folder's confined access, skipping those that already exist."""
+
+    def __init__(self, settings: FunctionsSettings) -> None:
+        self.settings = settings
+        self.fs = ConfinedFS([settings.data_dir])
+        self.created = 0
+
+    def put(self, path: Path, data: bytes | str) -> None:
+        if not self.fs.exists(path):
+            self.fs.write(path, data)
+            self.created += 1
+
+
+def _seed_calendar(seed: _Seeder, day: dt.date) -> tuple[str, ...]:
+    settings = seed.settings
+    store = CalendarStore(settings.calendar_path, settings.tz, organizer="me@example.com",
+                          roots=(settings.data_dir,))
     tomorrow, in_two = day + dt.timedelta(days=1), day + dt.timedelta(days=2)
-    existed = settings.calendar_path.exists()
+    existed = seed.fs.exists(settings.calendar_path)
     events = (
         ("Daily standup", dt.datetime.combine(day, dt.time(9, 30)), 15, ["sid@example.com", "alex.chen@example.com"],
          "Team room", "demo-standup"),
@@ -119,8 +145,11 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
     store.add_todo("Buy milk", tomorrow, "Groceries", uid="demo-milk@tinyagent")
     store.add_todo("Call the dentist", None, "Reminders", uid="demo-dentist@tinyagent")
     if not existed:
-        created += 1
+        seed.created += 1
+    return tuple(e[0] for e in events)
 
+
+def _seed_notes(seed: _Seeder, day: dt.date) -> tuple[str, ...]:
     notes = {
         Path("work") / f"Standup {day.isoformat()}.md": (
             f"# Standup {day.isoformat()}\n\n"
@@ -137,9 +166,12 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
         Path("personal") / "Gift ideas.md": "# Gift ideas\n\n- Zoë: a pottery class\n- Bob: a chess set\n",
     }
     for rel, text in notes.items():
-        put(settings.notes_dir / rel, text)
+        seed.put(seed.settings.notes_dir / rel, text)
+    return tuple(p.stem for p in notes)
 
-    files_dir = settings.data_dir / "files"
+
+def _seed_files(seed: _Seeder, day: dt.date) -> tuple[Path, ...]:
+    files_dir = seed.settings.data_dir / "files"
     docs: dict[str, bytes | str] = {
         "Q4 budget.csv": "item,amount\nCloud hosting,12000\nContractors,30000\nTravel,4500\nTraining,3000\n",
         "Project Falcon proposal.md": (
@@ -152,12 +184,15 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
         ),
     }
     for name, data in docs.items():
-        put(files_dir / name, data)
+        seed.put(files_dir / name, data)
     menu = files_dir / "Lunch menu.pdf"
-    if not menu.exists():
-        put(menu, _lunch_menu_pdf(day))
+    if not seed.fs.exists(menu):
+        seed.put(menu, _lunch_menu_pdf(day))
+    return tuple(sorted((files_dir / n for n in [*docs, menu.name]), key=str))
 
-    inbox = settings.mail_dir / "inbox"
+
+def _seed_inbox(seed: _Seeder, day: dt.date) -> None:
+    inbox = seed.settings.mail_dir / "inbox"
     for key, sender, subject, body, days_ago in (
         ("budget-review", "Sid Patel <sid@example.com>", "Budget review",
          "Hi, can you look at the Q4 budget before Friday? Thanks, Sid", 1),
@@ -166,20 +201,8 @@ def init_demo(data_dir: str | Path, today: dt.date | None = None, timezone: str 
         ("dinner-friday", "Maria Garcia <maria.garcia@example.com>", "Dinner on Friday?",
          "Are you free for dinner on Friday at 7?", 0),
     ):
-        put(inbox / f"{key}.eml", _inbox_message(sender, subject, body, day - dt.timedelta(days=days_ago), key))
-    (settings.mail_dir / "outbox").mkdir(parents=True, exist_ok=True)
-
-    log.info("demo data in %s: %d new files", settings.data_dir, created)
-    return DemoInfo(
-        data_dir=settings.data_dir,
-        today=day,
-        contacts=tuple(c.full_name for c in DEMO_CONTACTS),
-        events=tuple(e[0] for e in events),
-        notes=tuple(p.stem for p in notes),
-        files=tuple(sorted((files_dir / n for n in [*docs, menu.name]), key=str)),
-        created=created,
-        reminders=("Buy milk", "Call the dentist"),
-    )
+        seed.put(inbox / f"{key}.eml", _inbox_message(sender, subject, body, day - dt.timedelta(days=days_ago), key))
+    seed.fs.mkdir(seed.settings.mail_dir / "outbox")
 
 
 def _inbox_message(sender: str, subject: str, body: str, day: dt.date, key: str) -> bytes:

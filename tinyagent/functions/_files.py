@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
+import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import MissingDependencyError, PathEscapeError
 from ._errors import InvalidArgument, ItemNotFound, StoreError
-from ._paths import confine
+from ._paths import ConfinedFS
 
 __all__ = ["find_file", "read_document"]
 
@@ -19,21 +19,21 @@ TEXT_SUFFIXES = {
 }
 _MAX_FILES = 20000
 _CONTENT_BYTES = 1_000_000
+_MAX_PDF_BYTES = 200_000_000
 _STOP = {"the", "a", "an", "my", "file", "document", "doc", "of", "for", "about", "with", "from", "called", "named"}
 
 
-def _walk(roots: Sequence[Path]) -> list[Path]:
+def _walk(roots: Sequence[Path], fs: ConfinedFS) -> list[Path]:
+    """Every file under ``roots``: hidden names, linked folders and links out of ``fs``'s roots are skipped."""
     files: list[Path] = []
     for root in roots:
-        if not root.is_dir():
-            continue
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if not name.startswith("."):
-                    files.append(Path(dirpath) / name)
-                if len(files) >= _MAX_FILES:
-                    return files
+        for path in fs.files(root, recursive=True):
+            try:
+                files.append(fs.resolve(path))
+            except PathEscapeError:
+                continue
+            if len(files) >= _MAX_FILES:
+                return files
     return files
 
 
@@ -54,12 +54,7 @@ def find_file(query: str, roots: Sequence[Path], allowed: Sequence[Path]) -> Pat
     if not words:
         raise InvalidArgument("the file query is empty; give words from the file's name or text")
     q = " ".join(words)
-    files = []
-    for path in _walk(roots):
-        try:
-            files.append(confine(path, allowed))
-        except PathEscapeError:
-            continue
+    files = _walk(roots, ConfinedFS(allowed))
     best: tuple[float, Path] | None = None
     for path in files:
         stem = " ".join(re.findall(r"\w+", path.stem.casefold().replace("_", " ")))
@@ -74,7 +69,7 @@ def find_file(query: str, roots: Sequence[Path], allowed: Sequence[Path]) -> Pat
     for path in files:
         try:
             text = read_document(path, 200_000, roots=allowed).casefold()
-        except (InvalidArgument, StoreError, MissingDependencyError):
+        except (InvalidArgument, StoreError, MissingDependencyError, ItemNotFound, PathEscapeError):
             continue
         if all(w in text for w in words):
             return path
@@ -91,15 +86,15 @@ def read_document(path: str | Path, max_chars: int, roots: Sequence[Path]) -> st
         InvalidArgument: it is a binary file that is not a PDF.
         StoreError: the PDF cannot be read.
     """
-    resolved = confine(path, roots, must_exist=True)
-    if not resolved.is_file():
+    fs = ConfinedFS(roots)
+    resolved = fs.resolve(path, must_exist=True)
+    if resolved.is_dir():
         raise ItemNotFound(f"{path!s} is a folder, not a file; use find_file to pick a file")
     suffix = resolved.suffix.lower()
     if suffix == ".pdf":
-        text = _pdf_text(resolved, max_chars)
+        text = _pdf_text(resolved.name, fs.read_bytes(resolved, _MAX_PDF_BYTES), max_chars)
     else:
-        with resolved.open("rb") as fh:
-            head = fh.read(_CONTENT_BYTES)
+        head = fs.read_bytes(resolved, _CONTENT_BYTES)
         if suffix not in TEXT_SUFFIXES and b"\x00" in head[:4096]:
             raise InvalidArgument(f"{resolved.name} is a binary file; only text, markdown and PDF files can be read")
         text = head.decode("utf-8", errors="replace")
@@ -109,16 +104,16 @@ def read_document(path: str | Path, max_chars: int, roots: Sequence[Path]) -> st
     return text
 
 
-def _pdf_text(path: Path, max_chars: int) -> str:
+def _pdf_text(name: str, data: bytes, max_chars: int) -> str:
     try:
         import pypdf
         from pypdf.errors import PyPdfError
     except ImportError as exc:
         raise MissingDependencyError("pypdf", "functions") from exc
     try:
-        reader = pypdf.PdfReader(path)
+        reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
-            raise StoreError(f"{path.name} is an encrypted PDF; decrypt it first")
+            raise StoreError(f"{name} is an encrypted PDF; decrypt it first")
         parts: list[str] = []
         total = 0
         for page in reader.pages:
@@ -128,5 +123,5 @@ def _pdf_text(path: Path, max_chars: int) -> str:
             if total > max_chars:
                 break
     except (PyPdfError, ValueError, OSError) as exc:
-        raise StoreError(f"cannot read the PDF {path.name}: {exc}") from exc
+        raise StoreError(f"cannot read the PDF {name}: {exc}") from exc
     return "\n".join(parts)

@@ -16,15 +16,17 @@ import smtplib
 import ssl
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
 
-from ..errors import MissingDependencyError
+from ..errors import MissingDependencyError, PathEscapeError
 from ._errors import DeliveryError, InvalidArgument, ItemNotFound, StoreError
-from ._paths import atomic_write, safe_filename
+from ._paths import ConfinedFS, safe_filename
 
 __all__ = [
+    "Attachment",
     "build_forward",
     "build_message",
     "build_reply",
@@ -51,13 +53,21 @@ def check_address(value: str) -> str:
     return text
 
 
-def _attach(msg: EmailMessage, paths: Sequence[Path]) -> None:
-    for path in paths:
-        ctype, encoding = mimetypes.guess_type(path.name)
+@dataclass(frozen=True)
+class Attachment:
+    """A file to attach, already read through the confined file access (so the bytes are the checked file's)."""
+
+    name: str
+    data: bytes
+
+
+def _attach(msg: EmailMessage, files: Sequence[Attachment]) -> None:
+    for item in files:
+        ctype, encoding = mimetypes.guess_type(item.name)
         if ctype is None or encoding is not None:
             ctype = "application/octet-stream"
         maintype, subtype = ctype.split("/", 1)
-        msg.add_attachment(path.read_bytes(), maintype=maintype, subtype=subtype, filename=path.name)
+        msg.add_attachment(item.data, maintype=maintype, subtype=subtype, filename=item.name)
 
 
 def _base(sender: str, to: Sequence[str], subject: str, cc: Sequence[str], tz: dt.tzinfo) -> EmailMessage:
@@ -79,7 +89,7 @@ def build_message(
     subject: str,
     body: str,
     cc: Sequence[str] = (),
-    attachments: Sequence[Path] = (),
+    attachments: Sequence[Attachment] = (),
     tz: dt.tzinfo = dt.UTC,
 ) -> EmailMessage:
     """A new message with a plain-text body and the given (already validated) attachment files."""
@@ -90,7 +100,7 @@ def build_message(
 
 
 def build_reply(
-    original: EmailMessage, sender: str, body: str, attachments: Sequence[Path] = (), tz: dt.tzinfo = dt.UTC,
+    original: EmailMessage, sender: str, body: str, attachments: Sequence[Attachment] = (), tz: dt.tzinfo = dt.UTC,
 ) -> EmailMessage:
     """A reply to ``original``: to its Reply-To (or From), ``Re:`` subject, threading headers, the original quoted."""
     to = str(original.get("Reply-To") or original.get("From") or "")
@@ -118,7 +128,7 @@ def build_forward(
     sender: str,
     to: Sequence[str],
     body: str = "",
-    attachments: Sequence[Path] = (),
+    attachments: Sequence[Attachment] = (),
     tz: dt.tzinfo = dt.UTC,
 ) -> EmailMessage:
     """``original`` forwarded to ``to``: ``Fwd:`` subject, a note, and the original attached whole (message/rfc822)."""
@@ -143,23 +153,23 @@ def message_text(msg: EmailMessage) -> str:
     return str(text).strip()
 
 
-def read_message(path: Path) -> EmailMessage:
-    """Parse an ``.eml`` file.
+def read_message(path: Path, fs: ConfinedFS) -> EmailMessage:
+    """Parse an ``.eml`` file inside ``fs``'s roots.
 
     Raises:
+        PathEscapeError: the file is a link that points outside the mail folder.
         StoreError: the file cannot be read.
     """
     try:
-        with path.open("rb") as fh:
-            parsed = BytesParser(policy=email.policy.default).parse(fh)
-    except OSError as exc:
+        parsed = BytesParser(policy=email.policy.default).parsebytes(fs.read_bytes(path))
+    except (OSError, ItemNotFound) as exc:
         raise StoreError(f"cannot read {path}: {exc}") from exc
     if not isinstance(parsed, EmailMessage):  # pragma: no cover - the default policy always builds EmailMessage
         raise StoreError(f"{path} is not an email message")
     return parsed
 
 
-def write_eml(folder: Path, msg: EmailMessage) -> Path:
+def write_eml(folder: Path, msg: EmailMessage, fs: ConfinedFS) -> Path:
     """Write ``msg`` atomically as ``folder/<timestamp>-<subject>.eml`` (CRLF line endings) and return the path."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     try:
@@ -167,12 +177,13 @@ def write_eml(folder: Path, msg: EmailMessage) -> Path:
     except InvalidArgument:
         stem = "message"
     path = folder / f"{stamp}-{uuid.uuid4().hex[:6]}-{stem}.eml"
-    atomic_write(path, msg.as_bytes(policy=email.policy.SMTP))
-    return path
+    return fs.write(path, msg.as_bytes(policy=email.policy.SMTP))
 
 
-def find_message(folders: Sequence[Path], query: str) -> tuple[Path, EmailMessage]:
+def find_message(folders: Sequence[Path], query: str, fs: ConfinedFS) -> tuple[Path, EmailMessage]:
     """The newest ``.eml`` in ``folders`` whose subject, sender or body best matches ``query``.
+
+    Links that point outside ``fs``'s roots are skipped, never read.
 
     Raises:
         ItemNotFound: nothing matches (the newest subjects are listed).
@@ -185,8 +196,11 @@ def find_message(folders: Sequence[Path], query: str) -> tuple[Path, EmailMessag
     candidates: list[tuple[float, float, Path, EmailMessage]] = []
     subjects: list[str] = []
     for folder in folders:
-        for path in folder.glob("*.eml") if folder.is_dir() else []:
-            msg = read_message(path)
+        for path in fs.files(folder, ".eml"):
+            try:
+                msg = read_message(path, fs)
+            except PathEscapeError:  # swapped for a link since the listing
+                continue
             subject = str(msg.get("Subject", ""))
             sender = str(msg.get("From", ""))
             subjects.append(subject)
@@ -200,7 +214,7 @@ def find_message(folders: Sequence[Path], query: str) -> tuple[Path, EmailMessag
             try:
                 when = email.utils.parsedate_to_datetime(str(msg.get("Date"))).timestamp()
             except (TypeError, ValueError):
-                when = path.stat().st_mtime
+                when = fs.mtime(path)
             candidates.append((score, when, path, msg))
     good = [c for c in candidates if c[0] >= 70.0]
     if not good:

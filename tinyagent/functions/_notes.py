@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MissingDependencyError, PathEscapeError
 from ._errors import InvalidArgument, ItemNotFound
-from ._paths import atomic_write, confine, safe_filename, store_lock
+from ._paths import ConfinedFS, safe_filename
 
 __all__ = ["Note", "NotesStore"]
 
@@ -28,27 +28,38 @@ class Note:
 
 
 class NotesStore:
-    """The notes under one folder.
+    """The notes under one folder; every file access goes through :class:`ConfinedFS`.
 
     Args:
         root: the notes folder.
         trash: where deleted notes are moved.
+        roots: the folders a note file (or a link to one) may lie in; default the notes folder and the trash.
     """
 
-    def __init__(self, root: Path, trash: Path) -> None:
+    def __init__(self, root: Path, trash: Path, roots: Sequence[Path] = ()) -> None:
         self.root = Path(root)
         self.trash = Path(trash)
+        self.fs = ConfinedFS(roots or [self.root, self.trash])
 
     def notes(self) -> list[Note]:
-        """Every note, sorted by folder and title."""
+        """Every note, sorted by folder and title (links that point outside the notes folder are skipped)."""
         out: list[Note] = []
-        if not self.root.is_dir():
+        try:
+            top = self.fs.resolve(self.root)
+        except PathEscapeError:  # the notes folder itself is a link out of the data folder
             return out
-        for path in sorted(self.root.rglob("*.md")):
-            if any(part.startswith(".") for part in path.relative_to(self.root).parts):
-                continue
-            out.append(Note(_title_of(path), path, path.parent.relative_to(self.root).as_posix().strip(".")))
+        for path in self.fs.files(top, ".md", recursive=True):
+            rel = path.relative_to(top)
+            out.append(Note(self._title_of(path), path, rel.parent.as_posix().strip(".")))
         return out
+
+    def read(self, note: Note) -> str:
+        """The note's markdown text.
+
+        Raises:
+            PathEscapeError: the note file became a link that points outside the notes folder.
+        """
+        return self.fs.read_text(note.path)
 
     def find(self, title: str, today: dt.date) -> Note | None:
         """The note ``title`` names (fuzzy; ``today``/``yesterday`` match dates in titles), or None.
@@ -96,27 +107,31 @@ class NotesStore:
         return note
 
     def path_for(self, title: str, folder: str) -> Path:
-        """Where a new note titled ``title`` in ``folder`` goes (confined to the notes folder)."""
+        """Where a new note titled ``title`` in ``folder`` goes (``..`` and links out of the roots are refused)."""
         stem = safe_filename(title)
         raw_parts = [p for p in re.split(r"[/\\]+", folder) if p.strip()] if folder else []
         if any(p.strip() in ("..", ".") for p in raw_parts) or Path(folder).is_absolute():
             raise PathEscapeError(f"the folder {folder!r} leaves the notes folder; use a plain folder name like 'work'")
         parts = [safe_filename(p, "folder") for p in raw_parts]
-        return confine(Path(*parts, f"{stem}.md") if parts else Path(f"{stem}.md"), [self.root])
+        return self.fs.resolve(self.root.joinpath(*parts, f"{stem}.md"))
+
+    def exists(self, path: Path) -> bool:
+        """Whether a note file is at ``path``."""
+        return self.fs.exists(path)
 
     def write(self, path: Path, title: str, body: str) -> None:
         """Write a note atomically: ``# title``, a blank line, the body."""
         text = body.strip()
         if text.startswith("# "):
             text = text.split("\n", 1)[1].lstrip("\n") if "\n" in text else ""
-        with store_lock(path):
-            atomic_write(path, f"# {title.strip()}\n\n{text}\n")
+        with self.fs.lock(self.root):
+            self.fs.write(path, f"# {title.strip()}\n\n{text}\n")
 
     def append(self, note: Note, text: str) -> None:
         """Append ``text`` as a new paragraph (atomically)."""
-        with store_lock(note.path):
-            current = note.path.read_text(encoding="utf-8")
-            atomic_write(note.path, current.rstrip("\n") + "\n\n" + text.strip() + "\n")
+        with self.fs.lock(self.root):
+            current = self.fs.read_text(note.path)
+            self.fs.write(note.path, current.rstrip("\n") + "\n\n" + text.strip() + "\n")
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, str]]:
         """Notes whose title or text contains every word of ``query``, with a snippet around the first hit."""
@@ -127,7 +142,10 @@ class NotesStore:
             raise InvalidArgument("the search query is empty; give a word to search for")
         hits: list[dict[str, str]] = []
         for note in self.notes():
-            text = note.path.read_text(encoding="utf-8", errors="replace")
+            try:
+                text = self.fs.read_text(note.path)
+            except (PathEscapeError, ItemNotFound):  # swapped for a link or removed since the listing
+                continue
             haystack = f"{note.title}\n{text}".casefold()
             if all(w in haystack for w in words):
                 pos = haystack.find(words[0])
@@ -140,24 +158,21 @@ class NotesStore:
 
     def delete(self, note: Note) -> Path:
         """Move ``note`` into the trash folder (never lost outright) and return where it went."""
-        self.trash.mkdir(parents=True, exist_ok=True)
-        target = self.trash / note.path.name
-        n = 1
-        while target.exists():
-            target = self.trash / f"{note.path.stem} ({n}){note.path.suffix}"
-            n += 1
-        with store_lock(note.path):
-            shutil.move(note.path, target)
-        return target
+        with self.fs.lock(self.root):
+            self.fs.mkdir(self.trash)
+            target = self.trash / note.path.name
+            n = 1
+            while self.fs.exists(target):
+                target = self.trash / f"{note.path.stem} ({n}){note.path.suffix}"
+                n += 1
+            return self.fs.rename(note.path, target)
 
-
-def _title_of(path: Path) -> str:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            first = fh.readline().strip()
-    except OSError:
-        return path.stem
-    return first[2:].strip() if first.startswith("# ") else path.stem
+    def _title_of(self, path: Path) -> str:
+        try:
+            first = self.fs.read_text(path, limit=4096).split("\n", 1)[0].strip()
+        except (OSError, PathEscapeError, ItemNotFound):
+            return path.stem
+        return first[2:].strip() if first.startswith("# ") else path.stem
 
 
 def _normalize(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 import pydantic
 
 from ..errors import ConfigurationError, MissingDependencyError
-from ._paths import atomic_write
+from ._paths import ConfinedFS
 
 __all__ = ["FunctionsSettings", "MessageTransport", "OutboxTransport", "UrlOpener"]
 
@@ -44,22 +44,26 @@ class MessageTransport(Protocol):
 class OutboxTransport:
     """The default transport: each message becomes a JSON file in an outbox folder, for another program to send.
 
+    Writes go through the confined file access: a link in the folder that leads outside ``roots`` is refused.
+
     Args:
         folder: the outbox folder (created on first use).
+        roots: the folders the outbox may lie in; default the folder itself.
     """
 
     outgoing = False
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, roots: Sequence[Path] = ()) -> None:
         self.folder = Path(folder)
+        self.roots = tuple(roots) or (self.folder,)
 
     def send(self, recipients: Sequence[str], text: str) -> str:
         """Write ``{"to", "text", "created"}`` atomically to a new file and return its path."""
         now = dt.datetime.now(dt.UTC)
         path = self.folder / f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.json"
         record = {"to": list(recipients), "text": text, "created": now.isoformat(timespec="seconds")}
-        atomic_write(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
-        return str(path)
+        written = ConfinedFS(self.roots).write(path, json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+        return str(written)
 
     def __repr__(self) -> str:
         return f"OutboxTransport({str(self.folder)!r})"
@@ -207,4 +211,4 @@ class FunctionsSettings(pydantic.BaseModel):
         """The configured message transport, or the default outbox under ``data_dir/messages/outbox``."""
         if self.message_transport is not None:
             return self.message_transport
-        return OutboxTransport(self.data_dir / "messages" / "outbox")
+        return OutboxTransport(self.data_dir / "messages" / "outbox", roots=[self.data_dir])

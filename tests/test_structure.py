@@ -72,7 +72,6 @@ KNOWN_OFFENDERS: dict[str, set[str]] = {
         "tinyagent.finetune._distill -> tinyagent.models._base",  # [finetune]
         "tinyagent.finetune._distill -> tinyagent.models._scripted",  # [finetune]
         "tinyagent.finetune._dryrun -> tinyagent.models._scripted",  # [finetune]
-        "tinyagent.functions._builtin -> tinyagent.models._base",  # [functions]
         "tinyagent.quant.__main__ -> tinyagent.finetune._cli",  # [cli]
         "tinyagent.quant._export -> tinyagent.finetune._base_model",  # [quant]
         "tinyagent.quant._export -> tinyagent.finetune._progress",  # [quant]
@@ -88,25 +87,17 @@ KNOWN_OFFENDERS: dict[str, set[str]] = {
         "tinyagent._agent",  # [run]
         "tinyagent.apps.cli",  # [cli]
         "tinyagent.apps.voice",  # [cli]
-        "tinyagent.functions._builtin",  # [functions]
     },
     "function_size": {
         "tinyagent._agent:_run",  # [run]
         "tinyagent.apps.finetune_on_device:run",  # [cli]
-        "tinyagent.apps.mcp:serve_registry",  # [functions]
-        "tinyagent.apps.server:create_app",  # [server]
         "tinyagent.finetune._distill:distill",  # [finetune]
         "tinyagent.finetune._train:train",  # [finetune]
-        "tinyagent.functions._builtin:tools",  # [functions]
-        "tinyagent.functions._demo:init_demo",  # [functions]
-        "tinyagent.models.llama._model:_generate",  # [models]
         "tinyagent.models._openai:_attempt",  # [models]
     },
     "exports": set(),
     "errors": {
-        "tinyagent.apps.server._HTTPError does not subclass TinyAgentError",  # [server]
         "tinyagent.apps.voice.VoiceError is defined outside tinyagent/errors.py",  # [cli] errors.VoiceError exists
-        "tinyagent.models.llama._kv_cache._CorruptFile does not subclass TinyAgentError",  # [models]
     },
 }
 

@@ -25,7 +25,7 @@ _CALENDAR: list[dict[str, str]] = [
 ]
 
 
-@tool
+@tool(effects="read")
 def get_email_address(name: str) -> str:
     """Look up a contact's email address.
 
@@ -38,7 +38,7 @@ def get_email_address(name: str) -> str:
     return entry["email"]
 
 
-@tool
+@tool(effects="read")
 def get_phone_number(name: str) -> str:
     """Look up a contact's phone number.
 
@@ -51,7 +51,7 @@ def get_phone_number(name: str) -> str:
     return entry["phone"]
 
 
-@tool
+@tool(effects="outgoing")
 async def send_email(to: list[str], subject: str, body: str, ctx: ToolContext) -> str:
     """Send an email.
 
@@ -65,7 +65,7 @@ async def send_email(to: list[str], subject: str, body: str, ctx: ToolContext) -
     return f"sent to {', '.join(to)}"
 
 
-@tool
+@tool(effects="outgoing")
 async def send_sms(to: list[str], message: str, ctx: ToolContext) -> str:
     """Send a text message.
 
@@ -78,7 +78,7 @@ async def send_sms(to: list[str], message: str, ctx: ToolContext) -> str:
     return f"texted {', '.join(to)}"
 
 
-@tool
+@tool(effects="read")
 def get_calendar_events(date: str, ctx: ToolContext) -> list[dict[str, str]]:
     """List the calendar events on a day.
 

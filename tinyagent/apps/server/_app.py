@@ -17,7 +17,7 @@ from ._auth import ServerAuth, resolve_auth
 from ._body import read_json
 from ._guard import RequestGuard
 from ._openai import chat_completion, completion_chunks, parse_chat_request
-from ._settings import HTTPError, ServerSettings
+from ._settings import ServerSettings, _HTTPError
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -39,7 +39,7 @@ class _Admission:
 
     def admit(self) -> _Slot:
         if self.admitted >= self.limit:
-            raise HTTPError(503, "the server is busy (queue full); retry shortly", "server_busy",
+            raise _HTTPError(503, "the server is busy (queue full); retry shortly", "server_busy",
                             headers={"Retry-After": "1"})
         self.admitted += 1
         return _Slot(self)
@@ -73,8 +73,8 @@ def require_server_deps() -> None:
             raise MissingDependencyError(package, "server") from exc
 
 
-def error_response(exc: HTTPError) -> Response:
-    """The JSON response for an :class:`HTTPError`."""
+def error_response(exc: _HTTPError) -> Response:
+    """The JSON response for an :class:`_HTTPError`."""
     from starlette.responses import JSONResponse
 
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
@@ -82,7 +82,7 @@ def error_response(exc: HTTPError) -> Response:
 
 def _check_history(history: Any) -> list[dict[str, str]]:
     if not isinstance(history, list):
-        raise HTTPError(400, "'history' must be a list of {role, content} messages", param="history")
+        raise _HTTPError(400, "'history' must be a list of {role, content} messages", param="history")
     out = []
     for i, message in enumerate(history):
         if (
@@ -90,7 +90,7 @@ def _check_history(history: Any) -> list[dict[str, str]]:
             or message.get("role") not in ("user", "assistant")
             or not isinstance(message.get("content"), str)
         ):
-            raise HTTPError(400, f"history[{i}] must be {{'role': 'user'|'assistant', 'content': str}}",
+            raise _HTTPError(400, f"history[{i}] must be {{'role': 'user'|'assistant', 'content': str}}",
                             param="history")
         out.append({"role": message["role"], "content": message["content"]})
     return out
@@ -101,11 +101,11 @@ def _agent_kwargs(data: Mapping[str, Any]) -> dict[str, Any]:
     today = data.get("today")
     if today is not None:
         if not isinstance(today, str):
-            raise HTTPError(400, "'today' must be a date string like 2026-12-01", param="today")
+            raise _HTTPError(400, "'today' must be a date string like 2026-12-01", param="today")
         try:
             kwargs["today"] = parse_today(today)
         except ConfigurationError as exc:
-            raise HTTPError(400, str(exc), param="today") from exc
+            raise _HTTPError(400, str(exc), param="today") from exc
     history = data.get("history")
     if history is not None:
         kwargs["history"] = _check_history(history)
@@ -115,7 +115,7 @@ def _agent_kwargs(data: Mapping[str, Any]) -> dict[str, Any]:
 def _query_of(data: Mapping[str, Any]) -> str:
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise HTTPError(400, "'query' must be a non-empty string", param="query")
+        raise _HTTPError(400, "'query' must be a non-empty string", param="query")
     return query
 
 
@@ -149,7 +149,7 @@ class _Endpoints:
         try:
             self.auth.check(request.headers.get("authorization", ""))
             return await handler(request)
-        except HTTPError as exc:
+        except _HTTPError as exc:
             return error_response(exc)
 
     async def _body(self, request: Request) -> dict[str, Any]:
@@ -161,14 +161,14 @@ class _Endpoints:
             async with asyncio.timeout(timeout_s):
                 return await self.agent.run(query, **kwargs)
         except TimeoutError as exc:
-            raise HTTPError(504, f"the agent did not finish within {timeout_s:g} s", "timeout",
+            raise _HTTPError(504, f"the agent did not finish within {timeout_s:g} s", "timeout",
                             headers={"x-should-retry": "false"}) from exc
         except UserError as exc:
-            raise HTTPError(400, str(exc)) from exc
+            raise _HTTPError(400, str(exc)) from exc
         except TinyAgentError as exc:
             logger.warning("agent run failed: %s", exc)
             # Steps may already have run (an email sent): a client must not retry on its own.
-            raise HTTPError(500, f"{type(exc).__name__}: {exc}", "agent_error", code="agent_error",
+            raise _HTTPError(500, f"{type(exc).__name__}: {exc}", "agent_error", code="agent_error",
                             headers={"x-should-retry": "false"}) from exc
 
     async def health(self, request: Request) -> Response:
@@ -259,12 +259,12 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
     status = exc.status_code if isinstance(exc, HTTPException) else 404
     message = f"no route {request.method} {request.url.path}" if status == 404 else str(exc)
-    return error_response(HTTPError(status, message, "not_found" if status == 404 else "invalid_request_error"))
+    return error_response(_HTTPError(status, message, "not_found" if status == 404 else "invalid_request_error"))
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     logger.exception("unhandled server error")
-    return error_response(HTTPError(500, f"internal error: {type(exc).__name__}", "server_error"))
+    return error_response(_HTTPError(500, f"internal error: {type(exc).__name__}", "server_error"))
 
 
 def create_app(agent: Any, settings: ServerSettings | None = None) -> Starlette:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from ...errors import ConfigurationError
-from ._settings import TOKEN_ENV, TOKEN_FILE_ENV, HTTPError, ServerSettings
+from ._settings import TOKEN_ENV, TOKEN_FILE_ENV, ServerSettings, _HTTPError
 
 logger = logging.getLogger("tinyagent.apps.server")
 
@@ -112,13 +112,13 @@ class ServerAuth:
         """Accept an ``Authorization`` header value, or raise a 401.
 
         Raises:
-            HTTPError: 401 when the header is missing or carries another token.
+            _HTTPError: 401 when the header is missing or carries another token.
         """
         if self.token is None:
             return
         scheme, _, given = header.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
-            raise HTTPError(401, "missing or wrong bearer token; send 'Authorization: Bearer <token>'",
+            raise _HTTPError(401, "missing or wrong bearer token; send 'Authorization: Bearer <token>'",
                             "authentication_error", headers={"WWW-Authenticate": "Bearer"})
 
 

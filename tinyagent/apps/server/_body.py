@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ._settings import HTTPError
+from ._settings import _HTTPError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
 
-def _too_large(limit: int) -> HTTPError:
-    return HTTPError(413, f"the body is over {limit} bytes", "request_too_large")
+def _too_large(limit: int) -> _HTTPError:
+    return _HTTPError(413, f"the body is over {limit} bytes", "request_too_large")
 
 
 def check_json_content_type(value: str | None) -> None:
@@ -22,12 +22,12 @@ def check_json_content_type(value: str | None) -> None:
     without a CORS preflight; requiring JSON's own type means a page must ask first, and the Origin check says no.
 
     Raises:
-        HTTPError: 415 for any other type, or none.
+        _HTTPError: 415 for any other type, or none.
     """
     media = (value or "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         shown = repr(media[:60]) if media else "none"
-        raise HTTPError(415, f"send the body as Content-Type: application/json (got {shown})",
+        raise _HTTPError(415, f"send the body as Content-Type: application/json (got {shown})",
                         "invalid_request_error")
 
 
@@ -52,19 +52,19 @@ def parse_json_object(body: bytes, max_depth: int) -> dict[str, Any]:
     """Parse a request body that must be a JSON object.
 
     Raises:
-        HTTPError: 400 with a one-line message for invalid JSON, nesting deeper than ``max_depth`` or a non-object.
+        _HTTPError: 400 with a one-line message for invalid JSON, nesting deeper than ``max_depth`` or a non-object.
     """
     try:
         data = json.loads(body)
     except RecursionError as exc:
         # The C scanner gives up past the interpreter's recursion limit: an attack or a bug, never a real request.
-        raise HTTPError(400, f"the body nests deeper than {max_depth} levels") from exc
+        raise _HTTPError(400, f"the body nests deeper than {max_depth} levels") from exc
     except ValueError as exc:
-        raise HTTPError(400, f"the body is not valid JSON: {exc}") from exc
+        raise _HTTPError(400, f"the body is not valid JSON: {exc}") from exc
     if json_depth_over(data, max_depth):
-        raise HTTPError(400, f"the body nests deeper than {max_depth} levels")
+        raise _HTTPError(400, f"the body nests deeper than {max_depth} levels")
     if not isinstance(data, dict):
-        raise HTTPError(400, f"the body must be a JSON object, got {type(data).__name__}")
+        raise _HTTPError(400, f"the body must be a JSON object, got {type(data).__name__}")
     return data
 
 
@@ -72,7 +72,7 @@ async def read_json(request: Request, max_bytes: int, max_depth: int) -> dict[st
     """The request's JSON object body.
 
     Raises:
-        HTTPError: 415 (not JSON's content type), 413 (over ``max_bytes``), 400 (malformed, too deep, not an object).
+        _HTTPError: 415 (not JSON's content type), 413 (over ``max_bytes``), 400 (malformed, too deep, not an object).
     """
     check_json_content_type(request.headers.get("content-type"))
     length = request.headers.get("content-length")

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ._settings import LOOPBACK_HOSTS, HTTPError, normalize_host, normalize_origin
+from ._settings import LOOPBACK_HOSTS, _HTTPError, normalize_host, normalize_origin
 
 logger = logging.getLogger("tinyagent.apps.server")
 
@@ -59,7 +59,7 @@ class RequestGuard:
         origin = headers.get("origin")
         try:
             self.check(headers)
-        except HTTPError as exc:
+        except _HTTPError as exc:
             await _respond(send, exc.status, exc.body(), exc.headers)
             return
         if origin is None:
@@ -82,24 +82,24 @@ class RequestGuard:
         """Raise a 403 for a foreign ``Host``, a foreign ``Origin`` or a cross-site fetch without an allowed one.
 
         Raises:
-            HTTPError: 403, with a one-line message naming the header.
+            _HTTPError: 403, with a one-line message naming the header.
         """
         host = headers.get("host", "")
         if not self.any_host and normalize_host(host) not in self.hosts:
             logger.warning("refused a request for Host %s (DNS rebinding?)", _shown(host))
-            raise HTTPError(403, f"Host {_shown(host)} is not allowed; use localhost, 127.0.0.1 or [::1], or add "
+            raise _HTTPError(403, f"Host {_shown(host)} is not allowed; use localhost, 127.0.0.1 or [::1], or add "
                                  "it to the server's allowed hosts", "permission_error", code="host_not_allowed")
         origin = headers.get("origin")
         if origin is not None:
             if normalize_origin(origin) not in self.origins:
                 logger.warning("refused a cross-origin request from %s", _shown(origin))
-                raise HTTPError(403, f"cross-origin requests from {_shown(origin)} are not allowed; add the origin "
+                raise _HTTPError(403, f"cross-origin requests from {_shown(origin)} are not allowed; add the origin "
                                      "to the server's allowed origins", "permission_error", code="origin_not_allowed")
             return
         # No Origin, yet the browser says another site started it (a navigation, an <img>, a form GET).
         if headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
             logger.warning("refused a cross-site browser request without an Origin header")
-            raise HTTPError(403, "cross-site browser requests are not allowed", "permission_error",
+            raise _HTTPError(403, "cross-site browser requests are not allowed", "permission_error",
                             code="origin_not_allowed")
 
 

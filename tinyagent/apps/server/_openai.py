@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._runtime import result_to_dict
-from ._settings import HTTPError
+from ._settings import _HTTPError
 
 # Fields that do not change what is computed.
 _HARMLESS = frozenset({"model", "messages", "stream", "stream_options", "user", "metadata", "safety_identifier",
@@ -71,23 +71,23 @@ def parse_chat_request(data: Mapping[str, Any], default_model: str) -> ChatReque
     """Check a chat-completions body and turn it into a :class:`ChatRequest`.
 
     Raises:
-        HTTPError: 400 naming the unsupported fields, or saying which field is malformed.
+        _HTTPError: 400 naming the unsupported fields, or saying which field is malformed.
     """
     bad = unsupported_fields(data)
     if bad:
-        raise HTTPError(400, f"unsupported field(s): {', '.join(bad)}; this endpoint runs the tinyagent planner with "
+        raise _HTTPError(400, f"unsupported field(s): {', '.join(bad)}; this endpoint runs the tinyagent planner with "
                              "its own tools and settings (send model, messages, stream, stream_options, user)",
                         param=bad[0], code="unsupported_field")
     model = data.get("model")
     if model is None:
         model = default_model
     elif not isinstance(model, str) or not model.strip():
-        raise HTTPError(400, f"'model' must be a non-empty string, got {type(model).__name__}", param="model")
+        raise _HTTPError(400, f"'model' must be a non-empty string, got {type(model).__name__}", param="model")
     stream = data.get("stream")
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
-        raise HTTPError(400, "'stream' must be true or false", param="stream")
+        raise _HTTPError(400, "'stream' must be true or false", param="stream")
     query, history = _chat_query(data)
     return ChatRequest(query, history, model, stream, _include_usage(data.get("stream_options")))
 
@@ -96,10 +96,10 @@ def _include_usage(options: Any) -> bool:
     if options is None:
         return False
     if not isinstance(options, dict) or set(options) - {"include_usage"}:
-        raise HTTPError(400, "'stream_options' may only hold include_usage", param="stream_options")
+        raise _HTTPError(400, "'stream_options' may only hold include_usage", param="stream_options")
     value = options.get("include_usage", False)
     if not isinstance(value, bool):
-        raise HTTPError(400, "'stream_options.include_usage' must be true or false", param="stream_options")
+        raise _HTTPError(400, "'stream_options.include_usage' must be true or false", param="stream_options")
     return value
 
 
@@ -110,38 +110,38 @@ def _content_text(content: Any, index: int) -> str:
         parts = []
         for part in content:
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise HTTPError(400, f"messages[{index}].content: only text parts are supported", param="messages")
+                raise _HTTPError(400, f"messages[{index}].content: only text parts are supported", param="messages")
             parts.append(part["text"])
         return "".join(parts)
     if content is None:
         return ""
-    raise HTTPError(400, f"messages[{index}].content must be a string or a list of text parts", param="messages")
+    raise _HTTPError(400, f"messages[{index}].content must be a string or a list of text parts", param="messages")
 
 
 def _chat_query(data: Mapping[str, Any]) -> tuple[str, list[dict[str, str]]]:
     """The last user message is the query; earlier user/assistant turns are the history."""
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise HTTPError(400, "'messages' must be a non-empty list", param="messages")
+        raise _HTTPError(400, "'messages' must be a non-empty list", param="messages")
     turns: list[dict[str, str]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise HTTPError(400, f"messages[{i}] must be an object with a 'role'", param="messages")
+            raise _HTTPError(400, f"messages[{i}] must be an object with a 'role'", param="messages")
         role = message["role"]
         if role not in _ROLES:
-            raise HTTPError(400, f"messages[{i}].role {role!r} is not supported (only {', '.join(_ROLES)}: the "
+            raise _HTTPError(400, f"messages[{i}].role {role!r} is not supported (only {', '.join(_ROLES)}: the "
                                  "agent runs its own tools)", param="messages")
         if message.get("tool_calls") or message.get("function_call"):
-            raise HTTPError(400, f"messages[{i}] carries tool calls; the agent runs its own tools", param="messages")
+            raise _HTTPError(400, f"messages[{i}] carries tool calls; the agent runs its own tools", param="messages")
         if role in ("user", "assistant"):
             turns.append({"role": role, "content": _content_text(message.get("content"), i)})
     last_user = max((i for i, t in enumerate(turns) if t["role"] == "user"), default=None)
     if last_user is None or not turns[last_user]["content"].strip():
-        raise HTTPError(400, "the conversation has no non-empty user message to answer", param="messages")
+        raise _HTTPError(400, "the conversation has no non-empty user message to answer", param="messages")
     return turns[last_user]["content"], turns[:last_user]
 
 
-def run_failure(details: Mapping[str, Any]) -> HTTPError | None:
+def run_failure(details: Mapping[str, Any]) -> _HTTPError | None:
     """The error to answer for a run that failed (``status == "failed"``: no plan could be made), else None."""
     if details.get("status") != "failed":
         return None
@@ -150,7 +150,7 @@ def run_failure(details: Mapping[str, Any]) -> HTTPError | None:
     message = " ".join(f"the agent could not complete the request: {reason}".split())
     if len(message) > 500:
         message = message[:497] + "..."
-    return HTTPError(422, message, "agent_error", code="run_failed", headers={"x-should-retry": "false"},
+    return _HTTPError(422, message, "agent_error", code="run_failed", headers={"x-should-retry": "false"},
                      extra={"tinyagent": {**details, "answer": None}})  # the fallback text is no answer
 
 
@@ -164,7 +164,7 @@ def chat_completion(result: Any, completion_id: str, created: int, model: str) -
     """The ``chat.completion`` body for a run result.
 
     Raises:
-        HTTPError: 422 (OpenAI error shape, with the run's details) when the run failed.
+        _HTTPError: 422 (OpenAI error shape, with the run's details) when the run failed.
     """
     details = result_to_dict(result)
     failure = run_failure(details)

@@ -95,7 +95,7 @@ _CODES = {
 }
 
 
-class HTTPError(TinyAgentError):
+class _HTTPError(TinyAgentError):
     """An error answered with an OpenAI-style JSON body: ``{"error": {"message", "type", "param", "code"}}``.
 
     Never leaves the server: the handlers turn it into the response.

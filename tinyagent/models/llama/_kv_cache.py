@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ...errors import ModelIntegrityError
+
 log = logging.getLogger("tinyagent.models.llama")
 
 
@@ -207,7 +209,7 @@ def _common_prefix(a: Any, b: Any) -> int:
     return int(diff[0]) if len(diff) else n
 
 
-class _CorruptFile(Exception):
+class _CorruptFile(ModelIntegrityError):
     """A prefix-cache file that does not check out."""
 
 

@@ -66,18 +66,9 @@ KNOWN_OFFENDERS: dict[str, set[str]] = {
         "tinyagent.apps.finetune_on_device -> tinyagent.finetune._files",  # [cli]
         "tinyagent.apps.finetune_on_device -> tinyagent.models._catalog",  # [cli]
         "tinyagent.apps.finetune_on_device -> tinyagent.quant._compare",  # [cli]
-        "tinyagent.finetune._base_model -> tinyagent.models._catalog",  # [finetune]
         "tinyagent.finetune._cli -> tinyagent.apps._runtime",  # [cli]
         "tinyagent.finetune._cli -> tinyagent.models._base",  # [cli]
-        "tinyagent.finetune._distill -> tinyagent.models._base",  # [finetune]
-        "tinyagent.finetune._distill -> tinyagent.models._scripted",  # [finetune]
-        "tinyagent.finetune._dryrun -> tinyagent.models._scripted",  # [finetune]
         "tinyagent.quant.__main__ -> tinyagent.finetune._cli",  # [cli]
-        "tinyagent.quant._export -> tinyagent.finetune._base_model",  # [quant]
-        "tinyagent.quant._export -> tinyagent.finetune._progress",  # [quant]
-        "tinyagent.quant._export -> tinyagent.finetune._train",  # [quant]
-        "tinyagent.quant._export -> tinyagent.models._catalog",  # [quant]
-        "tinyagent.quant.llama_cpp_tools -> tinyagent.finetune._files",  # [quant]
     },
     "cycles": {
         "core is on a cycle", "retrieval is on a cycle",  # [run] _agent -> retrieval._examples

@@ -89,7 +89,7 @@ def resolve_base(base: str | Path, cache: str | Path | None = None) -> BaseModel
             raise ConfigurationError(f"base GGUF {path} does not exist")
         gguf_path = path.resolve()
     else:
-        from ..models._catalog import ModelCatalog
+        from ..models import ModelCatalog
 
         catalog_name = str(base)
         gguf_path = ModelCatalog().path(catalog_name)

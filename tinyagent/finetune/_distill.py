@@ -36,8 +36,7 @@ from .._plan import Example, Plan
 from .._prompts import build_planner_messages
 from .._tools import Tool, ToolRegistry
 from ..errors import ConfigurationError, EndpointError, ModelError, PlanError, PlanParseError, TrainingError
-from ..models._base import Completion, Model, ModelRequest
-from ..models._scripted import ScriptedModel
+from ..models import Completion, Model, ModelRequest, ScriptedModel
 from ._files import atomic_write_json, read_json
 from ._grammar_check import GrammarChecker
 from ._jsonl import JsonlLog, write_jsonl

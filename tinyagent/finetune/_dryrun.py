@@ -66,7 +66,7 @@ class ToolDryRun:
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.tolerate = frozenset(tolerate)
         if model is None:
-            from ..models._scripted import ScriptedModel
+            from ..models import ScriptedModel
 
             model = ScriptedModel(["A short summary of the document."], name="dry-run")
         self.model = model

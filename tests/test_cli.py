@@ -19,8 +19,7 @@ pytest.importorskip("typer", reason="the cli extra (typer) is not installed")
 from rich.console import Console  # noqa: E402
 
 from tinyagent.apps import _demo_tools  # noqa: E402
-from tinyagent.apps.cli import hoist_global_options, run_cli  # noqa: E402
-from tinyagent.errors import ConfigurationError  # noqa: E402
+from tinyagent.apps.cli import run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,19 +212,6 @@ def test_eval_functions_scores_the_eval_set(script: Path) -> None:
     assert len(report["dag_failures"]) == 4 - report["dag_correct"]
 
 
-def test_delegated_commands_report_missing_modules(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tinyagent.apps import cli as cli_module
-
-    with pytest.raises(ConfigurationError, match="not available in this build"):
-        cli_module._delegate("tinyagent.no_such_module", ("main",), [], "the thing")
-    calls: list[Any] = []
-    fake = type(sys)("fake_entry")
-    fake.cli_quant = lambda argv: calls.append(argv) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "fake_entry", fake)
-    cli_module._delegate("fake_entry", ("cli_quant",), ["--bits", "4"], "quant")
-    assert calls == [["--bits", "4"]]
-
-
 def test_usage_errors_exit_2() -> None:
     code, _, err = cli("--no-such-flag", "tools", "list")
     assert code == 2
@@ -235,10 +221,12 @@ def test_usage_errors_exit_2() -> None:
     assert "Missing argument" in err
 
 
-def test_hoist_global_options() -> None:
-    assert hoist_global_options(["chat", "--model", "x", "--yes"]) == ["--model", "x", "--yes", "chat"]
-    assert hoist_global_options(["plan", "--tools=t.json", "-i", "q"]) == ["--tools=t.json", "plan", "-i", "q"]
-    assert hoist_global_options(["mcp", "tools", "--", "srv", "--json"]) == ["mcp", "tools", "--", "srv", "--json"]
+def test_global_options_before_and_after_the_command(script: Path) -> None:
+    # After the command they override what came before it; a command's own --data-dir (eval bfcl) stays its own.
+    code, out, _ = cli("--model", "no-such-model", "run", "hello", *base(script), "--json")
+    assert code == 0 and json.loads(out)["answer"] == "Hello!"
+    code, out, _ = cli("tools", "list", "--tools", "demo", "--json", "--model", f"scripted:{script}")
+    assert code == 0 and len(json.loads(out)) == 5
 
 
 def test_console_script_entry_point_runs(script: Path) -> None:
@@ -318,13 +306,6 @@ def test_eval_bfcl_renders_a_table_per_category(tmp_path: Path, script: Path) ->
     assert rows["overall"][:3] == ["2", "3", "66.7%"]
     lines = [json.loads(x) for x in preds.read_text().splitlines()]
     assert lines[0] == {"id": "simple_python_0", "calls": [{"name": "get_weather", "args": {"city": "Oslo"}}]}
-
-
-def test_command_options_named_like_global_ones_stay_put() -> None:
-    assert hoist_global_options(["eval", "bfcl", "--data-dir", "D", "--limit", "2"]) == [
-        "eval", "bfcl", "--data-dir", "D", "--limit", "2"]
-    assert hoist_global_options(["--data-dir", "X", "eval", "bfcl", "--json"]) == [
-        "--data-dir", "X", "--json", "eval", "bfcl"]
 
 
 def test_max_replans_reaches_the_agent(script: Path) -> None:

@@ -1,8 +1,9 @@
 r"""Fine-tune a small planner for your own tools, on this machine, in one resumable command.
 
-    python -m tinyagent.apps.finetune_on_device --tools my_tools.py --teacher http://localhost:8080/v1
-    python -m tinyagent.apps.finetune_on_device --tools builtin --teacher qwen2.5-coder-1.5b \
-        --student qwen2.5-coder-0.5b
+    tinyagent finetune run --tools my_tools.py --teacher http://localhost:8080/v1
+    tinyagent finetune run --tools builtin --teacher qwen2.5-coder-1.5b --student qwen2.5-coder-0.5b
+
+(``python -m tinyagent.apps.finetune_on_device ...`` runs the same command.)
 
 Stages, each recorded in ``<work>/state.json`` so that running the same command again continues where it stopped:
 
@@ -20,30 +21,80 @@ Accuracy is measured on the held-out split of the distilled data (the teacher's 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import json
 import logging
-import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, TinyAgentError
 
-__all__ = ["STAGES", "main", "run"]
+__all__ = ["STAGES", "OnDeviceSettings", "run"]
 
 log = logging.getLogger(__name__)
 
 STAGES = ("distill", "eval_before", "train", "export", "eval_after", "register", "report")
 
 
+@dataclass(frozen=True)
+class OnDeviceSettings:
+    """What one pipeline run does (the options of ``tinyagent finetune run``).
+
+    Attributes:
+        tools: ``my_tools.py``, ``builtin``, a JSON spec file or ``MODULE:ATTR``.
+        teacher: an OpenAI-compatible URL (``URL#model``), a catalog name or a ``.gguf``.
+        student: a catalog name or a ``.gguf``.
+        work: the run folder (resumed when it exists).
+        name: the catalog name of the tuned model.
+        n, batch, seed, examples: the synthesis (requests, requests per teacher call, seed, worked examples).
+        data_dir: the built-in tools' data folder (copied for dry runs, never written).
+        steps, epochs, train_batch, lr, max_length, save_steps, qlora: the training.
+        types: quantizations of the merged model (comma-separated, or ``none``).
+        eval_set, eval_n, skip_eval: what accuracy is measured on.
+        threads: llama.cpp and torch threads.
+        fresh: forget the recorded stages (the data and checkpoints stay).
+    """
+
+    tools: str
+    teacher: str
+    student: str = "qwen2.5-coder-0.5b"
+    work: Path = Path("tinyagent-finetune")
+    name: str = "my-planner"
+    n: int = 200
+    batch: int = 5
+    seed: int = 0
+    examples: Path | None = None
+    data_dir: Path | None = None
+    steps: int = -1
+    epochs: float = 2.0
+    train_batch: int = 4
+    lr: float = 2e-4
+    max_length: int = 1024
+    save_steps: int = 25
+    qlora: bool | None = None
+    types: str = "Q4_K_M"
+    eval_set: Path | None = None
+    eval_n: int = 0
+    skip_eval: bool = False
+    threads: int | None = None
+    fresh: bool = False
+
+
+def parse_types(value: str) -> list[str]:
+    """``"Q8_0,Q4_K_M"`` -> ``["Q8_0", "Q4_K_M"]`` (empty for ``""`` or ``"none"``)."""
+    if value.strip().lower() in ("", "none"):
+        return []
+    return [v.strip().upper() for v in value.split(",") if v.strip()]
+
+
 class _State:
     def __init__(self, work: Path) -> None:
         self.path = work / "state.json"
-        from ..finetune._files import read_json
+        from ..finetune import read_json
 
         self.data: dict[str, Any] = read_json(self.path, {}) or {}
 
@@ -54,13 +105,13 @@ class _State:
         return self.data.get("stages", {}).get(stage)
 
     def finish(self, stage: str, value: Any) -> None:
-        from ..finetune._files import atomic_write_json
+        from ..finetune import atomic_write_json
 
         self.data.setdefault("stages", {})[stage] = value
         atomic_write_json(self.path, self.data)
 
 
-def _eval_cases(args: argparse.Namespace, data_dir: Path) -> list[Any]:
+def _eval_cases(args: OnDeviceSettings, data_dir: Path) -> list[Any]:
     from ..scoring import EvalCase, load_evalset
 
     if args.eval_set:
@@ -82,7 +133,7 @@ def _eval_cases(args: argparse.Namespace, data_dir: Path) -> list[Any]:
 
 
 def _accuracy(path: Path, lora: Path | None, cases: Sequence[Any], tools: Any, threads: int | None) -> dict[str, Any]:
-    from ..quant._compare import planning_accuracy
+    from ..quant import planning_accuracy
 
     if not cases:
         return {"n": 0, "note": "no held-out requests to evaluate on"}
@@ -90,12 +141,12 @@ def _accuracy(path: Path, lora: Path | None, cases: Sequence[Any], tools: Any, t
     return {k: scored[k] for k in ("n", "dag_success", "strict_success", "mean_latency_s")}
 
 
-def run(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
-    """Run (or resume) the pipeline described by the parsed arguments; return the report."""
-    from ..finetune import DistillConfig, TrainConfig, builtin_dry_run, distill, train
-    from ..finetune._cli import load_examples, load_teacher, load_tools_spec, parse_types
-    from ..models._catalog import ModelCatalog
+def run(args: OnDeviceSettings, progress: Any = None) -> dict[str, Any]:
+    """Run (or resume) the pipeline that ``args`` describes; return the report."""
+    from ..finetune import DistillConfig, TrainConfig, builtin_dry_run, distill, load_examples, train
+    from ..models import ModelCatalog
     from ..quant import export_adapter, merge_and_quantize, register_model
+    from ._runtime import load_model_spec, load_tools
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -103,7 +154,7 @@ def run(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     if args.fresh:
         state.data = {}
     data_dir = Path(args.data_dir) if args.data_dir else None
-    tools = load_tools_spec(args.tools, data_dir)
+    tools = load_tools(args.tools, data_dir)
     catalog = ModelCatalog()
     student_gguf = Path(args.student) if args.student.endswith(".gguf") else catalog.path(args.student)
     timings: dict[str, float] = dict(state.data.get("timings", {}))
@@ -115,7 +166,7 @@ def run(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     # 1. distill
     if not state.done("distill"):
         start = time.perf_counter()
-        teacher = load_teacher(args.teacher, threads=args.threads)
+        teacher = load_model_spec(args.teacher, threads=args.threads)
         dry = builtin_dry_run(data_dir=data_dir) if args.tools == "builtin" else None
         try:
             result = asyncio.run(distill(
@@ -199,7 +250,7 @@ def run(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
         "registered": state.get("register"),
         "timings_s": timings,
     }
-    from ..finetune._files import atomic_write_json
+    from ..finetune import atomic_write_json
 
     atomic_write_json(work / "report.json", report)
     (work / "report.md").write_text(_markdown(report), encoding="utf-8")
@@ -231,72 +282,7 @@ def _markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser."""
-    p = argparse.ArgumentParser(
-        prog="python -m tinyagent.apps.finetune_on_device",
-        description="Distill, fine-tune, export, evaluate and register a planner for your tools.",
-    )
-    p.add_argument("--tools", required=True, help="my_tools.py, builtin, specs.json or MODULE:ATTR")
-    p.add_argument("--teacher", required=True, help="an OpenAI-compatible URL, a catalog name or a .gguf")
-    p.add_argument("--student", default="qwen2.5-coder-0.5b", help="a catalog name or a .gguf")
-    p.add_argument("--work", default="tinyagent-finetune", help="the run folder (resumed when it exists)")
-    p.add_argument("--name", default="my-planner", help="the catalog name of the tuned model")
-    p.add_argument("-n", type=int, default=200, help="requests to synthesize")
-    p.add_argument("--batch", type=int, default=5, help="requests per teacher call")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--examples", help="a JSONL file of worked examples")
-    p.add_argument("--data-dir", help="data folder of the built-in tools (copied for dry runs, never written)")
-    p.add_argument("--steps", type=int, default=-1)
-    p.add_argument("--epochs", type=float, default=2.0)
-    p.add_argument("--train-batch", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--max-length", type=int, default=1024)
-    p.add_argument("--save-steps", type=int, default=25)
-    p.add_argument("--qlora", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--types", default="Q4_K_M", help="quantizations of the merged model (comma-separated, or none)")
-    p.add_argument("--eval-set", help="a JSONL eval set to measure accuracy on")
-    p.add_argument("--eval-n", type=int, default=0, help="evaluate on at most this many cases (0: all)")
-    p.add_argument("--skip-eval", action="store_true")
-    p.add_argument("--threads", type=int)
-    p.add_argument("--fresh", action="store_true", help="forget the recorded stages (the data and checkpoints stay)")
-    return p
+if __name__ == "__main__":  # ``python -m tinyagent.apps.finetune_on_device``: ``tinyagent finetune run``
+    from .cli import main_with_prefix
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..finetune.__main__ import RichProgress
-
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    console = Console(stderr=True)
-    bar = RichProgress(console)
-    try:
-        with bar.live():
-            report = run(args, progress=bar)
-    except TinyAgentError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        console.print("Fix the problem and run the same command again: finished stages are kept.")
-        return 1
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted; run the same command again to resume[/]")
-        return 130
-    table = Table(title="planning accuracy")
-    for column in ("model", "DAG success", "strict success", "s/request"):
-        table.add_column(column)
-    rows = [("student before", report.get("eval_before"))]
-    rows += [(f"tuned ({k})", v) for k, v in (report.get("eval_after") or {}).items()]
-    for name, acc in rows:
-        if acc and acc.get("n"):
-            table.add_row(name, f"{acc['dag_success']:.1%}", f"{acc['strict_success']:.1%}",
-                          f"{acc['mean_latency_s']:.2f}")
-    console.print(table)
-    console.print(f"Report: {Path(args.work) / 'report.md'}; use the model with Agent(model={args.name!r})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    main_with_prefix(["finetune", "run"])

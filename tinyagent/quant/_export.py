@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, MissingDependencyError, TrainingError
-from ..finetune._base_model import BaseModel, resolve_base
-from ..finetune._progress import ProgressCallback, ProgressEvent, emit
-from ..finetune._train import ADAPTER_INFO, quiet_libraries
+from ..finetune import ADAPTER_INFO, BaseModel, ProgressCallback, ProgressEvent, emit, quiet_libraries, resolve_base
 from ._gguf_meta import carry_tokenizer_metadata
 from .llama_cpp_tools import LlamaCppScripts, ensure_scripts, run_script
 

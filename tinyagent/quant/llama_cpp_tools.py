@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigurationError, TrainingError
-from ..finetune._files import file_lock
+from ..finetune import file_lock
 
 __all__ = ["LlamaCppScripts", "default_llama_cpp_version", "ensure_scripts", "run_script"]
 

@@ -1,0 +1,1 @@
+"""``tinyagent doctor``: placeholder."""

@@ -1,0 +1,41 @@
+"""``tinyagent routing calibrate``: fit the local-first escalation threshold on recorded outcomes.
+
+A placeholder over :mod:`tinyagent.routing`'s public functions; the routing package may ship its own ``app``
+(a ``typer.Typer``) here, which the root app mounts as ``tinyagent routing``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._app import App, state
+
+__all__ = ["app"]
+
+app = App(help="Budget-aware routing: calibrate the escalation threshold on recorded outcomes.", no_args_is_help=True)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    ctx: typer.Context,
+    records: Annotated[Path, typer.Option(help="JSONL file of routing records.")],
+    target_cost: Annotated[float | None, typer.Option(help="Most cost per request.")] = None,
+    target_accuracy: Annotated[float | None, typer.Option(help="Least success rate.")] = None,
+    relative: Annotated[bool, typer.Option(help="The targets are fractions of always-cloud.")] = False,
+) -> None:
+    """Fit the thresholds and print them, with their expected success and cost, as JSON."""
+    from ...routing import AlwaysCloud, AlwaysLocal, LocalFirst, calibrate, load_records, simulate
+
+    st = state(ctx)
+    rows = load_records(records)
+    thresholds = calibrate(rows, target_cost=target_cost, target_accuracy=target_accuracy, relative=relative)
+    st.emit_json({
+        "thresholds": thresholds.to_dict(),
+        "expected": simulate(rows, LocalFirst(thresholds)).to_dict(),
+        "always_local": simulate(rows, AlwaysLocal()).to_dict(),
+        "always_cloud": simulate(rows, AlwaysCloud()).to_dict(),
+        "records": len(rows),
+    })

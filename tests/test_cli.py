@@ -352,3 +352,107 @@ def test_the_readme_command_on_the_default_model_writes_a_real_eml_and_vevent(tm
     start = new[0].decoded("dtstart")
     assert (start.date().isoformat(), start.hour, start.minute) == ("2026-12-01", 10, 0)
     assert (new[0].decoded("dtend") - new[0].decoded("dtstart")).total_seconds() == 30 * 60
+
+
+# -- one-line errors (exit 1, or 2 for usage) instead of tracebacks ------------------------------------------------
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_error_text_is_printed_literally_not_as_markup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tinyagent.finetune
+    from tinyagent.errors import MissingDependencyError
+
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise MissingDependencyError("torch", "finetune")
+
+    monkeypatch.setattr(tinyagent.finetune, "train", missing)
+    code, out, err = cli("finetune", "train", "--data", str(tmp_path), "--base", "smollm2-135m", "--out",
+                         str(tmp_path / "o"))
+    assert code == 1
+    assert one_line(err) == "error: torch is not installed; run: pip install 'tinyagent[finetune]'"
+
+
+def test_plan_input_record_with_a_wrong_type_is_one_line_and_plans_nothing(tmp_path: Path, script: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"query": "hello"}) + "\n" + json.dumps({"query": "x", "today": 5}) + "\n")
+    code, out, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 1
+    assert out == ""  # every record is validated before anything is planned
+    line = one_line(err)
+    assert "q.jsonl:2" in line and "'today'" in line
+    queries.write_text(json.dumps({"query": 5}) + "\n")
+    code, _, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 1 and "'query'" in one_line(err)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-be", "utf-32"])
+def test_plan_input_with_a_byte_order_mark_is_decoded(tmp_path: Path, script: Path, encoding: str) -> None:
+    queries = tmp_path / "q.jsonl"
+    text = json.dumps({"id": "ä", "query": "weather in Oslo", "today": "2026-12-01"}, ensure_ascii=False) + "\n"
+    raw = text.encode(encoding)
+    if encoding == "utf-16-be":
+        raw = b"\xfe\xff" + raw
+    queries.write_bytes(raw)
+    code, out, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 0, err
+    assert json.loads(out)["id"] == "ä"
+
+
+def test_plan_input_that_is_not_text_is_one_line(tmp_path: Path, script: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_bytes(b'{"query": "caf\xe9"}\n')  # Latin-1, no BOM
+    code, _, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 1
+    assert "is not UTF-8 text" in one_line(err)
+    code, _, err = cli(*base(script), "plan", "--input", str(tmp_path / "missing.jsonl"))
+    assert code == 1 and "cannot read" in one_line(err)
+
+
+def test_plan_output_into_a_missing_folder_creates_it(tmp_path: Path, script: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "a", "query": "hello"}) + "\n")
+    output = tmp_path / "new" / "deeper" / "plans.jsonl"
+    code, _, err = cli(*base(script), "plan", "--input", str(queries), "--output", str(output))
+    assert code == 0, err
+    assert json.loads(output.read_text()) == {"id": "a", "calls": []}
+
+
+def test_an_empty_model_is_a_usage_error_not_the_default_model() -> None:
+    for args in (["--model", "", "tools", "list"], ["run", "--model", "", "hi"], ["--model=  ", "run", "hi"]):
+        code, out, err = cli(*args)
+        assert code == 2, args
+        line = one_line(err)
+        assert "--model" in line and "must not be empty" in line
+        assert out == ""
+
+
+def test_usage_errors_are_one_line() -> None:
+    code, _, err = cli("run")
+    assert code == 2
+    assert one_line(err) == "error: Missing argument 'query'. (see 'tinyagent run --help')"
+
+
+def test_voice_on_a_wav_without_speech_exits_1(tmp_path: Path, script: Path) -> None:
+    pytest.importorskip("pocketsphinx", reason="the voice extra is not installed")
+    pytest.importorskip("numpy", reason="the voice extra is not installed")
+    import wave
+
+    silence = tmp_path / "silence.wav"
+    with wave.open(str(silence), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\0" * 16000 * 2)
+    code, out, err = cli(*base(script), "voice", "--wav", str(silence), "--no-speak")
+    assert code == 1
+    assert "no speech found in" in one_line(err) and str(silence) in err.replace("\n", "")
+    notwav = tmp_path / "notes.wav"
+    notwav.write_text("this is not audio")
+    code, _, err = cli(*base(script), "voice", "--wav", str(notwav), "--no-speak")
+    assert code == 1 and one_line(err)

@@ -277,7 +277,8 @@ def load_model_spec(spec: str, *, threads: int | None = None) -> Model:
 
     Args:
         spec: a catalog name (``qwen2.5-coder-1.5b``), a path to a ``.gguf`` file, ``openai:URL[#MODEL]`` (or a bare
-            ``http(s)://`` URL) for an OpenAI-compatible endpoint, or ``scripted:FILE.json`` (a scripted model, for tests and demos).
+            ``http(s)://`` URL) for an OpenAI-compatible endpoint, or ``scripted:FILE.json`` (a scripted model, for
+            tests and demos).
         threads: llama.cpp threads (default: the model's own choice).
 
     Raises:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, TinyAgentError
+from ..errors import ConfigurationError
 
 __all__ = ["STAGES", "OnDeviceSettings", "run"]
 

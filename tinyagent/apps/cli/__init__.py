@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ...errors import TinyAgentError
-from ._app import app
+from ._app import accept_global_options, app
 from .routing import app as routing_app
 
 __all__ = ["app", "main", "main_with_prefix", "run_cli"]
@@ -32,6 +32,7 @@ __all__ = ["app", "main", "main_with_prefix", "run_cli"]
 for _module in ("run", "catalog", "evals", "finetune", "quant", "retrieval", "serve", "voice_cmd", "doctor"):
     importlib.import_module(f"{__name__}.{_module}")
 app.add_typer(routing_app, name="routing")  # the routing package's sub-app lives in .routing
+accept_global_options(app)
 
 
 def _usage_error(exc: Exception, err: Console) -> int | None:

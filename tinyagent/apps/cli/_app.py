@@ -13,7 +13,7 @@ import importlib
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,7 +31,7 @@ from ...models import Model
 from .. import _runtime as rt
 from .._render import RichConfirm
 
-__all__ = ["App", "AppState", "GlobalOptionsCommand", "app", "optional", "progress", "state"]
+__all__ = ["AppState", "GlobalOptionsCommand", "accept_global_options", "app", "optional", "progress", "state"]
 
 GLOBAL_PANEL = "Global options"
 GLOBAL_NAMES = ("model", "tools", "data_dir", "today", "threads", "max_replans", "yes", "as_json", "verbose")
@@ -133,15 +133,18 @@ class GlobalOptionsCommand(TyperCommand):
         return super().invoke(ctx)
 
 
-class App(typer.Typer):
-    """A typer app whose commands accept the global options too."""
+def accept_global_options(typer_app: typer.Typer) -> None:
+    """Make every command of ``typer_app`` and its sub-apps a :class:`GlobalOptionsCommand` (unless it chose its own
+    command class)."""
+    for info in typer_app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = GlobalOptionsCommand
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            accept_global_options(group.typer_instance)
 
-    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        kwargs.setdefault("cls", GlobalOptionsCommand)
-        return super().command(*args, **kwargs)
 
-
-app = App(
+app = typer.Typer(
     name="tinyagent",
     help="Plan and run tool calls with a small local model.",
     no_args_is_help=True,

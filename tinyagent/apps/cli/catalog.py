@@ -13,13 +13,13 @@ from rich.text import Text
 from ... import ToolRegistry
 from ...errors import ConfigurationError, ModelIntegrityError
 from .. import _runtime as rt
-from ._app import App, app, optional, progress, state
+from ._app import app, optional, progress, state
 
 __all__ = ["demo_app", "models_app", "tools_app", "tools_table"]
 
-tools_app = App(help="Inspect the tools the agent can call.", no_args_is_help=True)
-models_app = App(help="The model catalog.", no_args_is_help=True)
-demo_app = App(help="Demo data for the built-in tools.", no_args_is_help=True)
+tools_app = typer.Typer(help="Inspect the tools the agent can call.", no_args_is_help=True)
+models_app = typer.Typer(help="The model catalog.", no_args_is_help=True)
+demo_app = typer.Typer(help="Demo data for the built-in tools.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 app.add_typer(models_app, name="models")
 app.add_typer(demo_app, name="demo")

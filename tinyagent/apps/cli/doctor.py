@@ -238,9 +238,11 @@ def check_espeak(which: Callable[[str], str | None] = shutil.which) -> Check:
 def check_data_dir(folder: Path) -> Check:
     """The built-in tools' data folder: it exists and is writable."""
     if not folder.exists():
-        return Check("data folder", "warn", f"{folder} does not exist yet", "tinyagent demo init (or --data-dir DIR)")
+        return Check("data folder", "warn", f"{folder} does not exist yet",
+                     "tinyagent demo init (or --data-dir DIR)")
     if not folder.is_dir():
-        return Check("data folder", "fail", f"{folder} is not a folder", "pass --data-dir DIR or set TINYAGENT_DATA_DIR")
+        return Check("data folder", "fail", f"{folder} is not a folder",
+                     "pass --data-dir DIR or set TINYAGENT_DATA_DIR")
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-"):
             pass

@@ -11,12 +11,12 @@ import typer
 from rich.table import Table
 
 from ...errors import TinyAgentError
-from ._app import App, AppState, app, optional, progress, state
+from ._app import AppState, app, optional, progress, state
 from ._input import writable
 
 __all__ = ["eval_app"]
 
-eval_app = App(help="Evaluate the planner.", no_args_is_help=True)
+eval_app = typer.Typer(help="Evaluate the planner.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 
 

@@ -12,11 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .._progress import RichProgress
-from ._app import App, AppState, app, state
+from ._app import AppState, app, state
 
 __all__ = ["distill", "finetune_app", "train"]
 
-finetune_app = App(help="Fine-tune a planner for your tools: distill, train, or the whole pipeline (run).",
+finetune_app = typer.Typer(help="Fine-tune a planner for your tools: distill, train, or the whole pipeline (run).",
                    no_args_is_help=True)
 app.add_typer(finetune_app, name="finetune")
 

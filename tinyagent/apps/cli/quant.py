@@ -10,12 +10,12 @@ import typer
 from rich.table import Table
 
 from ..finetune_on_device import parse_types
-from ._app import App, AppState, app, state
+from ._app import AppState, app, state
 from .finetune import _bar
 
 __all__ = ["quant_app"]
 
-quant_app = App(help="Export a tuned adapter as GGUF, merge and quantize, and compare GGUF models.",
+quant_app = typer.Typer(help="Export a tuned adapter as GGUF, merge and quantize, and compare GGUF models.",
                 no_args_is_help=True)
 app.add_typer(quant_app, name="quant")
 

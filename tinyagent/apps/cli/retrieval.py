@@ -11,11 +11,12 @@ import typer
 from rich.text import Text
 
 from .._progress import RichProgress
-from ._app import App, app, state
+from ._app import app, state
 
 __all__ = ["retrieval_app"]
 
-retrieval_app = App(help="Tool retrieval: export the MiniLM embedder, train a tool classifier.", no_args_is_help=True)
+retrieval_app = typer.Typer(help="Tool retrieval: export the MiniLM embedder, train a tool classifier.",
+                  no_args_is_help=True)
 app.add_typer(retrieval_app, name="retrieval")
 
 
@@ -70,7 +71,8 @@ def train_classifier_cmd(
     with bar.live():
         model = train_classifier(registry, rows, out, cfg, onnx, bar.stage)
     t = model.thresholds
-    st.err.print(Text(f"trained on {len(rows)} rows for {len(model.tools)} tools in {time.perf_counter() - start:.1f} s;"
+    seconds = time.perf_counter() - start
+    st.err.print(Text(f"trained on {len(rows)} rows for {len(model.tools)} tools in {seconds:.1f} s;"
                       f" thresholds offer={t.offer:.4f} wide={t.wide:.4f} top_k={t.top_k} "
                       f"zero_shot_k={t.zero_shot_k} example_k={t.example_k}"))
     st.emit_json({"metrics": model.metrics, "out": str(out)})

@@ -11,11 +11,12 @@ from typing import Annotated
 
 import typer
 
-from ._app import App, state
+from ._app import state
 
 __all__ = ["app"]
 
-app = App(help="Budget-aware routing: calibrate the escalation threshold on recorded outcomes.", no_args_is_help=True)
+app = typer.Typer(help="Budget-aware routing: calibrate the escalation threshold on recorded outcomes.",
+                  no_args_is_help=True)
 
 
 @app.command("calibrate")

@@ -8,12 +8,12 @@ import typer
 from rich.text import Text
 
 from ... import ConfirmationRequest, ToolRegistry
-from ._app import App, app, state
+from ._app import app, state
 from .catalog import tools_table
 
 __all__ = ["mcp_app", "serve"]
 
-mcp_app = App(help="Model Context Protocol: import and export tools.", no_args_is_help=True)
+mcp_app = typer.Typer(help="Model Context Protocol: import and export tools.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 
 

@@ -222,7 +222,7 @@ def check_extras(find: Callable[[str], Any] = importlib.util.find_spec) -> list[
             out.append(Check(f"extra {extra}", "warn", f"missing: {', '.join(missing)}",
                              f"pip install 'tinyagent[{extra}]'"))
         else:
-            out.append(Check(f"extra {extra}", "ok", f"{', '.join(modules)} import"))
+            out.append(Check(f"extra {extra}", "ok", f"importable: {', '.join(modules)}"))
     return out
 
 

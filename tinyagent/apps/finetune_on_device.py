@@ -141,121 +141,142 @@ def _accuracy(path: Path, lora: Path | None, cases: Sequence[Any], tools: Any, t
     return {k: scored[k] for k in ("n", "dag_success", "strict_success", "mean_latency_s")}
 
 
-def run(args: OnDeviceSettings, progress: Any = None) -> dict[str, Any]:
-    """Run (or resume) the pipeline that ``args`` describes; return the report."""
-    from ..finetune import DistillConfig, TrainConfig, builtin_dry_run, distill, load_examples, train
-    from ..models import ModelCatalog
-    from ..quant import export_adapter, merge_and_quantize, register_model
-    from ._runtime import load_model_spec, load_tools
+class _Pipeline:
+    """One run: the tools, the recorded stages and the timings; each stage is a method that runs at most once."""
 
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    state = _State(work)
-    if args.fresh:
-        state.data = {}
-    data_dir = Path(args.data_dir) if args.data_dir else None
-    tools = load_tools(args.tools, data_dir)
-    catalog = ModelCatalog()
-    student_gguf = Path(args.student) if args.student.endswith(".gguf") else catalog.path(args.student)
-    timings: dict[str, float] = dict(state.data.get("timings", {}))
+    def __init__(self, args: OnDeviceSettings, progress: Any) -> None:
+        from ..models import ModelCatalog
+        from ._runtime import load_tools
 
-    def timed(stage: str, start: float) -> None:
-        timings[stage] = round(timings.get(stage, 0.0) + time.perf_counter() - start, 1)
-        state.data["timings"] = timings
+        self.args, self.progress = args, progress
+        self.work = Path(args.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.state = _State(self.work)
+        if args.fresh:
+            self.state.data = {}
+        self.data_dir = Path(args.data_dir) if args.data_dir else None
+        self.tools = load_tools(args.tools, self.data_dir)
+        student = args.student
+        self.student_gguf = Path(student) if student.endswith(".gguf") else ModelCatalog().path(student)
+        self.timings: dict[str, float] = dict(self.state.data.get("timings", {}))
+        self.cases: list[Any] = []
 
-    # 1. distill
-    if not state.done("distill"):
+    def stage(self, name: str, step: Any) -> None:
+        """Run ``step()`` unless ``name`` is recorded as done; record its result and time."""
+        if self.state.done(name):
+            return
         start = time.perf_counter()
+        value = step()
+        self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - start, 1)
+        self.state.data["timings"] = self.timings
+        self.state.finish(name, value)
+
+    def distill(self) -> Any:
+        from ..finetune import DistillConfig, builtin_dry_run, distill, load_examples
+        from ._runtime import load_model_spec
+
+        args = self.args
         teacher = load_model_spec(args.teacher, threads=args.threads)
-        dry = builtin_dry_run(data_dir=data_dir) if args.tools == "builtin" else None
+        dry = builtin_dry_run(data_dir=self.data_dir) if args.tools == "builtin" else None
         try:
             result = asyncio.run(distill(
-                tools, teacher, work / "data", examples=load_examples(args.examples),
+                self.tools, teacher, self.work / "data", examples=load_examples(args.examples),
                 config=DistillConfig(n_requests=args.n, batch_size=args.batch, seed=args.seed), dry_run=dry,
-                progress=progress,
+                progress=self.progress,
             ))
         finally:
             if dry is not None:
                 dry.close()
             asyncio.run(teacher.aclose())
-        timed("distill", start)
         if result.kept == 0:
             raise ConfigurationError("the teacher produced no usable examples; see data/rejected.jsonl for why")
-        state.finish("distill", result.stats)
-    cases = _eval_cases(args, work / "data")
+        return result.stats
 
-    # 2. eval before
-    if not state.done("eval_before") and not args.skip_eval:
-        start = time.perf_counter()
-        state.finish("eval_before", _accuracy(student_gguf, None, cases, tools, args.threads))
-        timed("eval_before", start)
+    def train(self) -> Any:
+        from ..finetune import TrainConfig, train
 
-    # 3. train
-    if not state.done("train"):
+        args = self.args
         config = TrainConfig(max_steps=args.steps, epochs=args.epochs, batch_size=args.train_batch,
                              learning_rate=args.lr, max_length=args.max_length, save_steps=args.save_steps,
                              threads=args.threads, qlora=args.qlora)
-        start = time.perf_counter()
-        trained = train(work / "data", args.student, work / "train", config=config, progress=progress)
-        timed("train", start)
-        state.finish("train", trained.to_json())
-    adapter_dir = Path(state.get("train")["adapter_dir"])
+        return train(self.work / "data", args.student, self.work / "train", config=config,
+                     progress=self.progress).to_json()
 
-    # 4. export
-    if not state.done("export"):
-        start = time.perf_counter()
-        adapter_gguf = export_adapter(adapter_dir, work / "export" / f"{args.name}-lora.gguf", progress=progress)
+    def export(self) -> Any:
+        from ..quant import export_adapter, merge_and_quantize
+
+        args = self.args
+        adapter_dir = Path(self.state.get("train")["adapter_dir"])
+        adapter_gguf = export_adapter(adapter_dir, self.work / "export" / f"{args.name}-lora.gguf",
+                                      progress=self.progress)
         exported: dict[str, Any] = {"adapter_gguf": str(adapter_gguf)}
         types = parse_types(args.types)
         if types:
-            merged = merge_and_quantize(adapter_dir, work / "export", types=types, name=args.name,
-                                        threads=args.threads, progress=progress)
+            merged = merge_and_quantize(adapter_dir, self.work / "export", types=types, name=args.name,
+                                        threads=args.threads, progress=self.progress)
             exported.update(merged.to_json())
-        timed("export", start)
-        state.finish("export", exported)
-    exported = state.get("export")
-    quantized = {k: Path(v) for k, v in exported.get("quantized", {}).items()}
+        return exported
 
-    # 5. eval after: the adapter over the packaged base, and each quantized merge
-    if not state.done("eval_after") and not args.skip_eval:
-        start = time.perf_counter()
-        after = {"adapter": _accuracy(student_gguf, Path(exported["adapter_gguf"]), cases, tools, args.threads)}
-        for qtype, path in quantized.items():
-            after[qtype] = _accuracy(path, None, cases, tools, args.threads)
-        state.finish("eval_after", after)
-        timed("eval_after", start)
+    def quantized(self) -> dict[str, Path]:
+        return {k: Path(v) for k, v in (self.state.get("export") or {}).get("quantized", {}).items()}
 
-    # 6. register
-    if not state.done("register"):
-        registered = {}
+    def eval_after(self) -> Any:
+        """The adapter over the packaged base, and each quantized merge."""
+        lora = Path(self.state.get("export")["adapter_gguf"])
+        after = {"adapter": _accuracy(self.student_gguf, lora, self.cases, self.tools, self.args.threads)}
+        for qtype, path in self.quantized().items():
+            after[qtype] = _accuracy(path, None, self.cases, self.tools, self.args.threads)
+        return after
+
+    def register(self) -> Any:
+        from ..quant import register_model
+
+        args, registered = self.args, {}
+        quantized = self.quantized()
         if quantized:
             smallest = min(quantized.values(), key=lambda p: p.stat().st_size)
             registered[args.name] = str(register_model(args.name, smallest, description="fine-tuned planner").name)
         if not args.student.endswith(".gguf"):
             lora_name = f"{args.name}-lora"
-            registered[lora_name] = str(register_model(lora_name, exported["adapter_gguf"], base=args.student,
+            registered[lora_name] = str(register_model(lora_name, self.state.get("export")["adapter_gguf"],
+                                                       base=args.student,
                                                        description=f"LoRA adapter over {args.student}").name)
-        state.finish("register", registered)
+        return registered
 
-    # 7. report
-    report = {
-        "tools": list(tools),
-        "teacher": args.teacher,
-        "student": args.student,
-        "data": state.get("distill"),
-        "eval_before": state.get("eval_before"),
-        "train": {k: v for k, v in (state.get("train") or {}).items() if k != "losses"},
-        "export": exported,
-        "eval_after": state.get("eval_after"),
-        "registered": state.get("register"),
-        "timings_s": timings,
-    }
-    from ..finetune import atomic_write_json
+    def report(self) -> dict[str, Any]:
+        from ..finetune import atomic_write_json
 
-    atomic_write_json(work / "report.json", report)
-    (work / "report.md").write_text(_markdown(report), encoding="utf-8")
-    state.finish("report", str(work / "report.json"))
-    return report
+        get = self.state.get
+        report = {
+            "tools": list(self.tools), "teacher": self.args.teacher, "student": self.args.student,
+            "data": get("distill"), "eval_before": get("eval_before"),
+            "train": {k: v for k, v in (get("train") or {}).items() if k != "losses"},
+            "export": get("export"), "eval_after": get("eval_after"), "registered": get("register"),
+            "timings_s": self.timings,
+        }
+        atomic_write_json(self.work / "report.json", report)
+        (self.work / "report.md").write_text(_markdown(report), encoding="utf-8")
+        self.state.finish("report", str(self.work / "report.json"))
+        return report
+
+
+def run(args: OnDeviceSettings, progress: Any = None) -> dict[str, Any]:
+    """Run (or resume) the pipeline that ``args`` describes; return the report.
+
+    Raises:
+        TinyAgentError: a stage failed (the finished stages stay recorded; run again to continue).
+    """
+    p = _Pipeline(args, progress)
+    p.stage("distill", p.distill)
+    p.cases = _eval_cases(args, p.work / "data")
+    if not args.skip_eval:
+        p.stage("eval_before", lambda: _accuracy(p.student_gguf, None, p.cases, p.tools, args.threads))
+    p.stage("train", p.train)
+    p.stage("export", p.export)
+    if not args.skip_eval:
+        p.stage("eval_after", p.eval_after)
+    p.stage("register", p.register)
+    return p.report()
 
 
 def _markdown(report: dict[str, Any]) -> str:

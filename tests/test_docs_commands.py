@@ -221,3 +221,12 @@ def test_the_readme_main_command_for_real(tmp_path: Path) -> None:
         assert proc.returncode == 0, f"{command}: {proc.stderr[-2000:]}"
     assert "╭─ Answer " in proc.stdout
     assert re.search(r"\d+ step\(s\) · \d+ plan\(s\) · \d+ tokens", proc.stdout)
+
+
+@pytest.mark.parametrize("module", sorted(SHIMS))
+def test_python_m_shims_run_the_typer_commands(module: str) -> None:
+    """Each ``python -m tinyagent...`` entry point is the same typer command (its usage line says which)."""
+    proc = subprocess.run([sys.executable, "-W", "error", "-m", module, "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"Usage: {' '.join(['tinyagent', *SHIMS[module]])} [OPTIONS]" in proc.stdout

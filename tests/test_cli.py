@@ -456,3 +456,50 @@ def test_voice_on_a_wav_without_speech_exits_1(tmp_path: Path, script: Path) -> 
     notwav.write_text("this is not audio")
     code, _, err = cli(*base(script), "voice", "--wav", str(notwav), "--no-speak")
     assert code == 1 and one_line(err)
+
+
+def test_routing_calibrate(tmp_path: Path) -> None:
+    from tinyagent.routing import RouteRecord
+
+    records = [RouteRecord(id=str(i), local_success=-0.05 * i > -2.5, cloud_success=i % 10 != 0,
+                           local_mean_logprob=-0.05 * i, cloud_cost=1.0) for i in range(100)]
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(json.dumps(r.to_dict()) for r in records))
+    code, out, err = cli("routing", "calibrate", "--records", str(path), "--target-cost", "0.4", "--relative")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["records"] == 100 and data["expected"]["cost_per_request"] <= 0.4
+    code, _, err = cli("routing", "calibrate", "--records", str(tmp_path / "missing.jsonl"), "--target-cost", "1")
+    assert code == 1 and "missing.jsonl" in one_line(err)
+
+
+def test_quant_register_and_python_m_tinyagent_quant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINYAGENT_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "tuned.gguf"
+    gguf.write_bytes(b"GGUF" + b"\0" * 64)
+    code, out, err = cli("quant", "register", "my-tuned", str(gguf))
+    assert code == 0, err
+    assert json.loads(out) == {"registered": "my-tuned", "path": str(gguf.resolve())}
+    code, out, _ = cli("--json", "models", "list")
+    assert "my-tuned" in {r["name"] for r in json.loads(out)}
+    code, _, err = cli("quant", "register", "smollm2-135m", str(gguf))
+    assert code == 1 and "built-in model name" in one_line(err)
+
+
+def test_distill_runs_the_library_with_a_scripted_teacher(tmp_path: Path) -> None:
+    from test_finetune_app import TOOLS_FILE, teacher_file
+
+    tools = tmp_path / "my_tools.py"
+    tools.write_text(TOOLS_FILE)
+    out_dir = tmp_path / "runs" / "data"
+    teacher = f"scripted:{teacher_file(tmp_path / 'teacher.json')}"
+    code, out, err = cli("distill", "--tools", str(tools), "--teacher", teacher, "--out", str(out_dir), "-n", "12",
+                         "--batch", "12")
+    assert code == 0, err
+    assert json.loads(out)["kept"] == 12
+    assert (out_dir / "train.jsonl").is_file()
+    # python -m tinyagent.finetune distill is the same command: a finished run resumes with nothing to do.
+    code, out, err = cli("finetune", "distill", "--tools", str(tools), "--teacher", teacher, "--out", str(out_dir),
+                         "-n", "12", "--batch", "12")
+    assert code == 0, err
+    assert json.loads(out)["kept"] == 12

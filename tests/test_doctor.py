@@ -98,9 +98,9 @@ def test_doctor_table_names_every_check(chunked_model: Any) -> None:
 
 def test_amx_build_on_an_amx_cpu_is_risky_and_the_fix_is_the_safe_build() -> None:
     cpu = doctor_module._Cpu("x86_64", frozenset({"avx2", "avx512f", "amx_int8", "amx_tile"}))
-    risky, reason, fix = doctor_module._amx_decision(cpu, frozenset({"AVX2", "AMX_INT8"}))
+    risky, reason, fix, _ = doctor_module._amx_decision(cpu, frozenset({"AVX2", "AMX_INT8"}))
     assert risky and "AMX" in reason.upper() and fix
-    risky, _, _ = doctor_module._amx_decision(cpu, frozenset({"AVX2", "AVX512"}))
+    risky, _, _, _ = doctor_module._amx_decision(cpu, frozenset({"AVX2", "AVX512"}))
     assert not risky
     no_amx = doctor_module._Cpu("x86_64", frozenset({"avx2"}))
     assert not doctor_module._amx_decision(no_amx, frozenset({"AVX2", "AMX_INT8"}))[0]
@@ -119,6 +119,16 @@ def test_missing_extras_espeak_and_data_dir_say_how_to_fix(tmp_path: Path) -> No
     afile.write_text("x")
     assert doctor_module.check_data_dir(afile).status == "fail"
     assert doctor_module.check_data_dir(tmp_path).status == "ok"
+
+
+def test_an_amx_build_on_an_amx_cpu_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    amx = doctor_module._Cpu("x86_64", frozenset({"avx2", "amx_int8", "amx_tile"}))
+    monkeypatch.setattr(doctor_module, "_cpu_features", lambda: amx)
+    monkeypatch.setattr(doctor_module, "_llama_build", lambda: frozenset({"AVX2", "AMX_INT8"}))
+    found = {c.name: c for c in doctor_module.check_llama()}
+    assert found["cpu"].message == "x86_64: AMX, AVX2"
+    check = found["llama.cpp on AMX"]
+    assert check.status in ("warn", "fail") and "AMX" in check.fix
 
 
 def test_doctor_without_llama_cpp_fails_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -122,18 +122,22 @@ def _llama_build() -> frozenset[str] | None:
                      if part.strip().endswith("= 1"))
 
 
-def _amx_decision(cpu: Any, build: frozenset[str]) -> tuple[bool, str, str]:
-    """(risky, reason, fix) for this CPU and build: the library's ``llama_load_params`` when it has one."""
+def _amx_decision(cpu: Any, build: frozenset[str]) -> tuple[bool, str, str, bool]:
+    """(risky, reason, fix, worked_around) for this CPU and build.
+
+    The library's ``llama_load_params`` decides when it has one (and then applies its parameters at every load);
+    otherwise an AMX build on an AMX CPU is risky and nothing works around it.
+    """
     from ... import models
 
     decide = getattr(models, "llama_load_params", None)
     if callable(decide):
         decision = decide(cpu, build)
-        return bool(decision.risky), str(decision.reason), str(decision.fix)
+        return bool(decision.risky), str(decision.reason), str(decision.fix), bool(decision.params)
     risky = bool(cpu.amx) and any(f.startswith("AMX") for f in build)
     reason = ("this llama.cpp build has the AMX kernels and the CPU has AMX: llama-cpp-python 0.3.36 segfaults on "
               "the first decode of 8 or more tokens" if risky else "")
-    return risky, reason, AMX_SAFE_BUILD if risky else ""
+    return risky, reason, AMX_SAFE_BUILD if risky else "", False
 
 
 def check_llama() -> list[Check]:
@@ -150,10 +154,12 @@ def check_llama() -> list[Check]:
         return [*out, Check("llama.cpp", "fail", "llama-cpp-python is not installed",
                             "pip install 'tinyagent[llama]'")]
     out.append(Check("llama.cpp build", "ok", ", ".join(sorted(build)) or "no CPU features reported"))
-    risky, reason, fix = _amx_decision(cpu, build)
-    if risky:
-        out.append(Check("llama.cpp on AMX", "warn", f"{reason}; tinyagent loads models with the AMX-safe "
-                         "parameters (slower: no weight repacking)", f"rebuild without AMX for full speed: {fix}"))
+    risky, reason, fix, worked_around = _amx_decision(cpu, build)
+    if risky and worked_around:
+        out.append(Check("llama.cpp on AMX", "warn", f"{reason}; tinyagent loads models with AMX-safe parameters "
+                         "(slower)", f"for full speed, rebuild without AMX: {fix}"))
+    elif risky:
+        out.append(Check("llama.cpp on AMX", "fail", reason, f"rebuild without AMX: {fix}"))
     return out
 
 

@@ -369,7 +369,7 @@ def register_model(
     Raises:
         ConfigurationError: the name is taken by a built-in model or the file is missing.
     """
-    from ..models._catalog import ModelCatalog
+    from ..models import ModelCatalog
 
     cat = catalog if catalog is not None else ModelCatalog()
     return cat.register(name, path, base=base, description=description)

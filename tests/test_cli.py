@@ -273,7 +273,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     out = capsys.readouterr().out  # typer prints help itself
     for command in ("run", "chat", "plan", "tools", "models", "demo", "serve", "voice", "mcp", "eval", "distill",
-                    "finetune", "quant"):
+                    "finetune", "quant", "retrieval", "routing", "doctor"):
         assert re.search(rf"│ {command}\s", out), command
 
 
@@ -503,3 +503,14 @@ def test_distill_runs_the_library_with_a_scripted_teacher(tmp_path: Path) -> Non
                          "-n", "12", "--batch", "12")
     assert code == 0, err
     assert json.loads(out)["kept"] == 12
+
+
+def test_a_tools_file_with_a_utf16_bom_is_read(tmp_path: Path, script: Path) -> None:
+    tools = tmp_path / "tools.json"
+    spec = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
+                                              "parameters": {"type": "object",
+                                                             "properties": {"city": {"type": "string"}}}}}]
+    tools.write_text(json.dumps(spec), encoding="utf-16")
+    code, out, err = cli("--json", "--model", f"scripted:{script}", "tools", "list", "--tools", str(tools))
+    assert code == 0, err
+    assert [t["function"]["name"] for t in json.loads(out)] == ["get_weather"]

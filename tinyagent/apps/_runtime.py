@@ -21,6 +21,7 @@ from typing import Any
 from .. import ConfirmHook, Tool, ToolRegistry
 from ..errors import ConfigurationError, TinyAgentError
 from ..models import Model, ModelRequest
+from ._files import read_text
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -85,9 +86,7 @@ def _read_json_file(path: pathlib.Path, what: str) -> Any:
         ConfigurationError: the file cannot be read or is not JSON.
     """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read the {what} {path}: {exc}") from exc
+        return json.loads(read_text(path))
     except ValueError as exc:
         raise ConfigurationError(f"the {what} {path} is not JSON: {exc}") from exc
 

@@ -1,8 +1,7 @@
-"""Reading the CLI's input files: text with any BOM (UTF-8, UTF-16, UTF-32), and JSONL batches validated by pydantic."""
+"""``plan --input`` batches: JSONL (any BOM-marked Unicode encoding), every line validated by pydantic."""
 
 from __future__ import annotations
 
-import codecs
 import datetime as dt
 import json
 from pathlib import Path
@@ -11,34 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...errors import ConfigurationError
+from .._files import read_text
 
-__all__ = ["PlanRecord", "read_plan_records", "read_text", "writable"]
-
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-
-
-def read_text(path: Path) -> str:
-    """The text of ``path``: UTF-8, or UTF-8/UTF-16/UTF-32 with a byte-order mark.
-
-    Raises:
-        ConfigurationError: the file cannot be read or is not text in one of those encodings.
-    """
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    encoding = next((enc for bom, enc in _BOMS if raw.startswith(bom)), "utf-8")
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise ConfigurationError(f"{path} is not {encoding.upper()} text (undecodable byte at offset {exc.start}); "
-                                 "save it as UTF-8") from exc
+__all__ = ["PlanRecord", "read_plan_records"]
 
 
 class PlanRecord(BaseModel):
@@ -85,16 +59,3 @@ def read_plan_records(path: Path) -> list[tuple[int, PlanRecord]]:
             raise ConfigurationError(f"{path}:{number}: {_first_error(exc)} (each line is "
                                      '{"query": "...", "id"?: ..., "today"?: "YYYY-MM-DD"})') from exc
     return records
-
-
-def writable(path: Path) -> Path:
-    """``path`` with its parent folders created.
-
-    Raises:
-        ConfigurationError: the folder cannot be created.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigurationError(f"cannot create the folder {path.parent} for {path}: {exc.strerror or exc}") from exc
-    return path

@@ -11,8 +11,8 @@ import typer
 from rich.table import Table
 
 from ...errors import TinyAgentError
+from .._files import writable
 from ._app import AppState, app, optional, progress, state
-from ._input import writable
 
 __all__ = ["eval_app"]
 

@@ -16,9 +16,10 @@ from rich.text import Text
 
 from ...errors import ConfigurationError, TinyAgentError
 from .. import _runtime as rt
+from .._files import writable
 from .._render import RunView, answer_panel, plan_tree, usage_line
 from ._app import AppState, app, progress, state
-from ._input import PlanRecord, read_plan_records, writable
+from ._input import PlanRecord, read_plan_records
 from .catalog import tools_table
 
 __all__ = ["chat", "plan", "run"]

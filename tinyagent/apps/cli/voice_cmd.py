@@ -25,7 +25,7 @@ def _recogniser(st: AppState, grammar: Path | None, words: Path | None, whisper_
 
     if whisper_model is not None:
         return v.WhisperCppSTT(whisper_model, n_threads=st.threads or 2)
-    from ._input import read_text
+    from .._files import read_text
 
     jsgf = read_text(grammar) if grammar is not None else None
     return v.PocketSphinxSTT(grammar=jsgf, words=v.read_pronunciations(words) if words else None)

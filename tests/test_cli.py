@@ -19,8 +19,7 @@ pytest.importorskip("typer", reason="the cli extra (typer) is not installed")
 from rich.console import Console  # noqa: E402
 
 from tinyagent.apps import _demo_tools  # noqa: E402
-from tinyagent.apps.cli import hoist_global_options, run_cli  # noqa: E402
-from tinyagent.errors import ConfigurationError  # noqa: E402
+from tinyagent.apps.cli import run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,19 +212,6 @@ def test_eval_functions_scores_the_eval_set(script: Path) -> None:
     assert len(report["dag_failures"]) == 4 - report["dag_correct"]
 
 
-def test_delegated_commands_report_missing_modules(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tinyagent.apps import cli as cli_module
-
-    with pytest.raises(ConfigurationError, match="not available in this build"):
-        cli_module._delegate("tinyagent.no_such_module", ("main",), [], "the thing")
-    calls: list[Any] = []
-    fake = type(sys)("fake_entry")
-    fake.cli_quant = lambda argv: calls.append(argv) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "fake_entry", fake)
-    cli_module._delegate("fake_entry", ("cli_quant",), ["--bits", "4"], "quant")
-    assert calls == [["--bits", "4"]]
-
-
 def test_usage_errors_exit_2() -> None:
     code, _, err = cli("--no-such-flag", "tools", "list")
     assert code == 2
@@ -235,10 +221,12 @@ def test_usage_errors_exit_2() -> None:
     assert "Missing argument" in err
 
 
-def test_hoist_global_options() -> None:
-    assert hoist_global_options(["chat", "--model", "x", "--yes"]) == ["--model", "x", "--yes", "chat"]
-    assert hoist_global_options(["plan", "--tools=t.json", "-i", "q"]) == ["--tools=t.json", "plan", "-i", "q"]
-    assert hoist_global_options(["mcp", "tools", "--", "srv", "--json"]) == ["mcp", "tools", "--", "srv", "--json"]
+def test_global_options_before_and_after_the_command(script: Path) -> None:
+    # After the command they override what came before it; a command's own --data-dir (eval bfcl) stays its own.
+    code, out, _ = cli("--model", "no-such-model", "run", "hello", *base(script), "--json")
+    assert code == 0 and json.loads(out)["answer"] == "Hello!"
+    code, out, _ = cli("tools", "list", "--tools", "demo", "--json", "--model", f"scripted:{script}")
+    assert code == 0 and len(json.loads(out)) == 5
 
 
 def test_console_script_entry_point_runs(script: Path) -> None:
@@ -285,7 +273,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     out = capsys.readouterr().out  # typer prints help itself
     for command in ("run", "chat", "plan", "tools", "models", "demo", "serve", "voice", "mcp", "eval", "distill",
-                    "finetune", "quant"):
+                    "finetune", "quant", "retrieval", "routing", "doctor"):
         assert re.search(rf"│ {command}\s", out), command
 
 
@@ -318,13 +306,6 @@ def test_eval_bfcl_renders_a_table_per_category(tmp_path: Path, script: Path) ->
     assert rows["overall"][:3] == ["2", "3", "66.7%"]
     lines = [json.loads(x) for x in preds.read_text().splitlines()]
     assert lines[0] == {"id": "simple_python_0", "calls": [{"name": "get_weather", "args": {"city": "Oslo"}}]}
-
-
-def test_command_options_named_like_global_ones_stay_put() -> None:
-    assert hoist_global_options(["eval", "bfcl", "--data-dir", "D", "--limit", "2"]) == [
-        "eval", "bfcl", "--data-dir", "D", "--limit", "2"]
-    assert hoist_global_options(["--data-dir", "X", "eval", "bfcl", "--json"]) == [
-        "--data-dir", "X", "--json", "eval", "bfcl"]
 
 
 def test_max_replans_reaches_the_agent(script: Path) -> None:
@@ -371,3 +352,165 @@ def test_the_readme_command_on_the_default_model_writes_a_real_eml_and_vevent(tm
     start = new[0].decoded("dtstart")
     assert (start.date().isoformat(), start.hour, start.minute) == ("2026-12-01", 10, 0)
     assert (new[0].decoded("dtend") - new[0].decoded("dtstart")).total_seconds() == 30 * 60
+
+
+# -- one-line errors (exit 1, or 2 for usage) instead of tracebacks ------------------------------------------------
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_error_text_is_printed_literally_not_as_markup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tinyagent.finetune
+    from tinyagent.errors import MissingDependencyError
+
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise MissingDependencyError("torch", "finetune")
+
+    monkeypatch.setattr(tinyagent.finetune, "train", missing)
+    code, out, err = cli("finetune", "train", "--data", str(tmp_path), "--base", "smollm2-135m", "--out",
+                         str(tmp_path / "o"))
+    assert code == 1
+    assert one_line(err) == "error: torch is not installed; run: pip install 'tinyagent[finetune]'"
+
+
+def test_plan_input_record_with_a_wrong_type_is_one_line_and_plans_nothing(tmp_path: Path, script: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"query": "hello"}) + "\n" + json.dumps({"query": "x", "today": 5}) + "\n")
+    code, out, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 1
+    assert out == ""  # every record is validated before anything is planned
+    line = one_line(err)
+    assert "q.jsonl:2" in line and "'today'" in line
+    queries.write_text(json.dumps({"query": 5}) + "\n")
+    code, _, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 1 and "'query'" in one_line(err)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-be", "utf-32"])
+def test_plan_input_with_a_byte_order_mark_is_decoded(tmp_path: Path, script: Path, encoding: str) -> None:
+    queries = tmp_path / "q.jsonl"
+    text = json.dumps({"id": "ä", "query": "weather in Oslo", "today": "2026-12-01"}, ensure_ascii=False) + "\n"
+    raw = text.encode(encoding)
+    if encoding == "utf-16-be":
+        raw = b"\xfe\xff" + raw
+    queries.write_bytes(raw)
+    code, out, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 0, err
+    assert json.loads(out)["id"] == "ä"
+
+
+def test_plan_input_that_is_not_text_is_one_line(tmp_path: Path, script: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_bytes(b'{"query": "caf\xe9"}\n')  # Latin-1, no BOM
+    code, _, err = cli(*base(script), "plan", "--input", str(queries))
+    assert code == 1
+    assert "is not UTF-8 text" in one_line(err)
+    code, _, err = cli(*base(script), "plan", "--input", str(tmp_path / "missing.jsonl"))
+    assert code == 1 and "cannot read" in one_line(err)
+
+
+def test_plan_output_into_a_missing_folder_creates_it(tmp_path: Path, script: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "a", "query": "hello"}) + "\n")
+    output = tmp_path / "new" / "deeper" / "plans.jsonl"
+    code, _, err = cli(*base(script), "plan", "--input", str(queries), "--output", str(output))
+    assert code == 0, err
+    assert json.loads(output.read_text()) == {"id": "a", "calls": []}
+
+
+def test_an_empty_model_is_a_usage_error_not_the_default_model() -> None:
+    for args in (["--model", "", "tools", "list"], ["run", "--model", "", "hi"], ["--model=  ", "run", "hi"]):
+        code, out, err = cli(*args)
+        assert code == 2, args
+        line = one_line(err)
+        assert "--model" in line and "must not be empty" in line
+        assert out == ""
+
+
+def test_usage_errors_are_one_line() -> None:
+    code, _, err = cli("run")
+    assert code == 2
+    assert one_line(err) == "error: Missing argument 'query'. (see 'tinyagent run --help')"
+
+
+def test_voice_on_a_wav_without_speech_exits_1(tmp_path: Path, script: Path) -> None:
+    pytest.importorskip("pocketsphinx", reason="the voice extra is not installed")
+    pytest.importorskip("numpy", reason="the voice extra is not installed")
+    import wave
+
+    silence = tmp_path / "silence.wav"
+    with wave.open(str(silence), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\0" * 16000 * 2)
+    code, out, err = cli(*base(script), "voice", "--wav", str(silence), "--no-speak")
+    assert code == 1
+    assert "no speech found in" in one_line(err) and str(silence) in err.replace("\n", "")
+    notwav = tmp_path / "notes.wav"
+    notwav.write_text("this is not audio")
+    code, _, err = cli(*base(script), "voice", "--wav", str(notwav), "--no-speak")
+    assert code == 1 and one_line(err)
+
+
+def test_routing_calibrate(tmp_path: Path) -> None:
+    from tinyagent.routing import RouteRecord
+
+    records = [RouteRecord(id=str(i), local_success=-0.05 * i > -2.5, cloud_success=i % 10 != 0,
+                           local_mean_logprob=-0.05 * i, cloud_cost=1.0) for i in range(100)]
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(json.dumps(r.to_dict()) for r in records))
+    code, out, err = cli("routing", "calibrate", "--records", str(path), "--target-cost", "0.4", "--relative")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["records"] == 100 and data["expected"]["cost_per_request"] <= 0.4
+    code, _, err = cli("routing", "calibrate", "--records", str(tmp_path / "missing.jsonl"), "--target-cost", "1")
+    assert code == 1 and "missing.jsonl" in one_line(err)
+
+
+def test_quant_register_and_python_m_tinyagent_quant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINYAGENT_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "tuned.gguf"
+    gguf.write_bytes(b"GGUF" + b"\0" * 64)
+    code, out, err = cli("quant", "register", "my-tuned", str(gguf))
+    assert code == 0, err
+    assert json.loads(out) == {"registered": "my-tuned", "path": str(gguf.resolve())}
+    code, out, _ = cli("--json", "models", "list")
+    assert "my-tuned" in {r["name"] for r in json.loads(out)}
+    code, _, err = cli("quant", "register", "smollm2-135m", str(gguf))
+    assert code == 1 and "built-in model name" in one_line(err)
+
+
+def test_distill_runs_the_library_with_a_scripted_teacher(tmp_path: Path) -> None:
+    from test_finetune_app import TOOLS_FILE, teacher_file
+
+    tools = tmp_path / "my_tools.py"
+    tools.write_text(TOOLS_FILE)
+    out_dir = tmp_path / "runs" / "data"
+    teacher = f"scripted:{teacher_file(tmp_path / 'teacher.json')}"
+    code, out, err = cli("distill", "--tools", str(tools), "--teacher", teacher, "--out", str(out_dir), "-n", "12",
+                         "--batch", "12")
+    assert code == 0, err
+    assert json.loads(out)["kept"] == 12
+    assert (out_dir / "train.jsonl").is_file()
+    # python -m tinyagent.finetune distill is the same command: a finished run resumes with nothing to do.
+    code, out, err = cli("finetune", "distill", "--tools", str(tools), "--teacher", teacher, "--out", str(out_dir),
+                         "-n", "12", "--batch", "12")
+    assert code == 0, err
+    assert json.loads(out)["kept"] == 12
+
+
+def test_a_tools_file_with_a_utf16_bom_is_read(tmp_path: Path, script: Path) -> None:
+    tools = tmp_path / "tools.json"
+    spec = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
+                                              "parameters": {"type": "object",
+                                                             "properties": {"city": {"type": "string"}}}}}]
+    tools.write_text(json.dumps(spec), encoding="utf-16")
+    code, out, err = cli("--json", "--model", f"scripted:{script}", "tools", "list", "--tools", str(tools))
+    assert code == 0, err
+    assert [t["function"]["name"] for t in json.loads(out)] == ["get_weather"]

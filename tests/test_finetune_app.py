@@ -1,4 +1,4 @@
-"""``python -m tinyagent.apps.finetune_on_device``: the one-command pipeline, end to end on SmolLM2, and resuming."""
+"""``tinyagent finetune run``: the one-command pipeline, end to end on SmolLM2, and resuming."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent.finetune._cli import load_examples, load_tools_spec
+from tinyagent.apps._runtime import load_tools
+from tinyagent.finetune import load_examples
 
 TOOLS_FILE = '''
 from tinyagent import tool
@@ -47,18 +48,18 @@ def test_load_tools_spec_reads_a_python_file(tmp_path: Path) -> None:
 
     file = tmp_path / "my_tools.py"
     file.write_text(TOOLS_FILE)
-    assert list(load_tools_spec(str(file))) == ["get_email_address", "send_email"]
+    assert list(load_tools(str(file))) == ["get_email_address", "send_email"]
     implicit = tmp_path / "implicit.py"
     implicit.write_text(TOOLS_FILE.replace("TOOLS = [get_email_address, send_email]", ""))
-    assert sorted(load_tools_spec(str(implicit))) == ["get_email_address", "send_email"]
+    assert sorted(load_tools(str(implicit))) == ["get_email_address", "send_email"]
     empty = tmp_path / "empty.py"
     empty.write_text("x = 1\n")
     with pytest.raises(ConfigurationError, match="defines no tools"):
-        load_tools_spec(str(empty))
+        load_tools(str(empty))
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('oops')\n")
     with pytest.raises(ConfigurationError, match="oops"):
-        load_tools_spec(str(broken))
+        load_tools(str(broken))
 
 
 def test_load_examples_reads_jsonl(tmp_path: Path) -> None:
@@ -97,11 +98,9 @@ def test_the_whole_pipeline_in_one_resumable_command(tmp_path: Path, smollm2_pat
     tools = tmp_path / "my_tools.py"
     tools.write_text(TOOLS_FILE)
     work = tmp_path / "work"
-    argv = ["--tools", str(tools), "--teacher", f"scripted:{teacher_file(tmp_path / 'teacher.json')}",
-            "--student", "smollm2-135m", "--work", str(work), "--name", "smol-planner", "-n", "12", "--batch", "12",
-            "--steps", "2", "--train-batch", "4", "--lr", "1e-3", "--max-length", "768", "--types", "none",
-            "--threads", "2"]
-    args = app.build_parser().parse_args(argv)
+    args = app.OnDeviceSettings(tools=str(tools), teacher=f"scripted:{teacher_file(tmp_path / 'teacher.json')}",
+                                student="smollm2-135m", work=work, name="smol-planner", n=12, batch=12, steps=2,
+                                train_batch=4, lr=1e-3, max_length=768, types="none", threads=2)
     report = app.run(args)
 
     assert report["data"]["kept"] == 12

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyagent._routing_base import RouteSignals, RoutingHook
-from tinyagent.apps.routing_cli import main
+from tinyagent.apps.cli.routing import main
 from tinyagent.errors import BudgetExceeded, ConfigurationError, EndpointError
 from tinyagent.models import Completion, ModelRequest, Pricing, ScriptedModel, Usage
 from tinyagent.routing import (

@@ -51,7 +51,6 @@ COMPAT_ALIASES = {
 KNOWN_OFFENDERS: dict[str, set[str]] = {
     "layers": {
         "tinyagent._agent -> tinyagent.retrieval._examples",  # [run] the core reaches up into retrieval
-        "tinyagent.finetune._cli -> tinyagent.apps._runtime",  # [cli] the library depends on an app
         "tinyagent.quant._compare -> tinyagent.scoring",  # [quant] quant scores with evals, which sits above it
     },
     "private": {
@@ -60,36 +59,21 @@ KNOWN_OFFENDERS: dict[str, set[str]] = {
         "tinyagent._agent -> tinyagent.retrieval._examples",  # [run]
         "tinyagent._events -> tinyagent.models._base",  # [run]
         "tinyagent._routing_base -> tinyagent.models._base",  # [run]
-        "tinyagent.apps._runtime -> tinyagent.models._base",  # [cli]
-        "tinyagent.apps.cli -> tinyagent.models._base",  # [cli]
-        "tinyagent.apps.finetune_on_device -> tinyagent.finetune._cli",  # [cli]
-        "tinyagent.apps.finetune_on_device -> tinyagent.finetune._files",  # [cli]
-        "tinyagent.apps.finetune_on_device -> tinyagent.models._catalog",  # [cli]
-        "tinyagent.apps.finetune_on_device -> tinyagent.quant._compare",  # [cli]
-        "tinyagent.finetune._cli -> tinyagent.apps._runtime",  # [cli]
-        "tinyagent.finetune._cli -> tinyagent.models._base",  # [cli]
-        "tinyagent.quant.__main__ -> tinyagent.finetune._cli",  # [cli]
     },
     "cycles": {
         "core is on a cycle", "retrieval is on a cycle",  # [run] _agent -> retrieval._examples
-        "apps is on a cycle", "finetune is on a cycle", "quant is on a cycle",  # [cli] finetune._cli -> apps
     },
     "module_size": {
         "tinyagent._agent",  # [run]
-        "tinyagent.apps.cli",  # [cli]
-        "tinyagent.apps.voice",  # [cli]
     },
     "function_size": {
         "tinyagent._agent:_run",  # [run]
-        "tinyagent.apps.finetune_on_device:run",  # [cli]
         "tinyagent.finetune._distill:distill",  # [finetune]
         "tinyagent.finetune._train:train",  # [finetune]
         "tinyagent.models._openai:_attempt",  # [models]
     },
     "exports": set(),
-    "errors": {
-        "tinyagent.apps.voice.VoiceError is defined outside tinyagent/errors.py",  # [cli] errors.VoiceError exists
-    },
+    "errors": set(),
 }
 
 
@@ -126,12 +110,23 @@ def _targets(importer: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     return [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES else module for a in node.names]
 
 
+def _is_main_block(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":``: code that runs only as a program, an entry point like ``__main__.py``."""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and any(isinstance(c, ast.Constant) and c.value == "__main__"
+                                                   for c in test.comparators))
+
+
 def import_edges() -> list[tuple[str, str]]:
-    """Every ``(importer, imported module)`` inside tinyagent, including lazy and TYPE_CHECKING imports."""
+    """Every ``(importer, imported module)`` inside tinyagent, including lazy and TYPE_CHECKING imports, except in
+    ``if __name__ == "__main__":`` blocks (entry points)."""
     edges = []
     for module, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import | ast.ImportFrom):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        entry = {id(n) for block in ast.walk(tree) if _is_main_block(block) for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in entry:
                 edges += [(module, t) for t in _targets(module, node) if t.split(".")[0] == "tinyagent"]
     return edges
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from .._tools import ToolContext, ToolRegistry, tool
+from .. import ToolContext, ToolRegistry, tool
 
 __all__ = ["CONTACTS", "OUTBOX", "demo_tools"]
 

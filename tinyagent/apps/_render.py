@@ -17,8 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from .._plan import Call, Plan
-from .._tools import ConfirmationRequest
+from .. import Call, ConfirmationRequest, Plan
 
 __all__ = ["RichConfirm", "RunView", "answer_panel", "plan_tree", "usage_line"]
 

@@ -8,17 +8,20 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import importlib
+import importlib.util
 import json
 import logging
 import os
 import pathlib
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._tools import ConfirmHook, Tool, ToolRegistry
+from .. import ConfirmHook, Tool, ToolRegistry
 from ..errors import ConfigurationError, TinyAgentError
-from ..models._base import Model, ModelRequest
+from ..models import Model, ModelRequest
+from ._files import read_text
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -32,6 +35,7 @@ __all__ = [
     "parse_today",
     "result_to_dict",
     "scripted_model_from_file",
+    "tools_from_file",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,9 +86,7 @@ def _read_json_file(path: pathlib.Path, what: str) -> Any:
         ConfigurationError: the file cannot be read or is not JSON.
     """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read the {what} {path}: {exc}") from exc
+        return json.loads(read_text(path))
     except ValueError as exc:
         raise ConfigurationError(f"the {what} {path} is not JSON: {exc}") from exc
 
@@ -127,7 +129,7 @@ def _step_to_dict(step: Any) -> dict[str, Any]:
 
 
 def _refs_to_strings(args: Any) -> Any:
-    from .._plan import Call
+    from .. import Call
 
     try:
         return Call(id=0, name="x", args=dict(args)).to_json()["args"]
@@ -273,8 +275,9 @@ def load_model_spec(spec: str, *, threads: int | None = None) -> Model:
     """Turn ``--model`` into a model.
 
     Args:
-        spec: a catalog name (``qwen2.5-coder-1.5b``), a path to a ``.gguf`` file, ``openai:URL[#MODEL]`` for an
-            OpenAI-compatible endpoint, or ``scripted:FILE.json`` (a scripted model, for tests and demos).
+        spec: a catalog name (``qwen2.5-coder-1.5b``), a path to a ``.gguf`` file, ``openai:URL[#MODEL]`` (or a bare
+            ``http(s)://`` URL) for an OpenAI-compatible endpoint, or ``scripted:FILE.json`` (a scripted model, for
+            tests and demos).
         threads: llama.cpp threads (default: the model's own choice).
 
     Raises:
@@ -285,6 +288,8 @@ def load_model_spec(spec: str, *, threads: int | None = None) -> Model:
     spec = spec.strip()
     if not spec:
         raise ConfigurationError("--model is empty; pass a catalog name, a .gguf path or openai:URL")
+    if spec.startswith(("http://", "https://")):  # a bare endpoint URL (``URL#model`` picks the model)
+        spec = OPENAI_PREFIX + spec
     if spec.startswith(SCRIPTED_PREFIX):
         return scripted_model_from_file(spec[len(SCRIPTED_PREFIX) :])
     try:
@@ -316,7 +321,8 @@ def load_tools(spec: str | None, data_dir: pathlib.Path | None = None) -> ToolRe
 
     Args:
         spec: None or ``"builtin"`` for the built-in tool library on ``data_dir`` (the demo set while
-            ``tinyagent.functions`` is not installed); ``"demo"`` for the small in-memory demo set; a ``.json`` file of
+            ``tinyagent.functions`` is not installed); ``"demo"`` for the small in-memory demo set; a Python file
+            (``my_tools.py``, see :func:`tools_from_file`); a ``.json`` file of
             OpenAI-format specs (plannable, not executable); or ``MODULE:ATTRIBUTE`` naming a registry, a list of tools
             or a factory taking no arguments.
         data_dir: the data folder of the built-in tools.
@@ -331,11 +337,43 @@ def load_tools(spec: str | None, data_dir: pathlib.Path | None = None) -> ToolRe
         from ._demo_tools import demo_tools
 
         return demo_tools()
+    if spec.endswith(".py"):
+        return tools_from_file(pathlib.Path(spec))
     if spec.endswith(".json"):
         return _tools_from_json(pathlib.Path(spec))
     from .mcp import load_registry
 
     return load_registry(spec)
+
+
+def tools_from_file(path: pathlib.Path) -> ToolRegistry:
+    """The tools a Python file defines: ``TOOLS`` (or ``tools``: a registry, a list of tools/functions, or a
+    factory), else every module-level :class:`~tinyagent.Tool`.
+
+    Raises:
+        ConfigurationError: the file is missing, fails to import, or defines no tools.
+    """
+    if not path.is_file():
+        raise ConfigurationError(f"tools file {path} does not exist")
+    name = f"_tinyagent_user_tools_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigurationError(f"cannot import {path} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - any error in the user's file is reported as a configuration error
+        raise ConfigurationError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    found: Any = getattr(module, "TOOLS", None) or getattr(module, "tools", None)
+    if callable(found) and not isinstance(found, Tool | ToolRegistry):
+        found = found()
+    if found is None:
+        found = [v for v in vars(module).values() if isinstance(v, Tool)]
+    registry = found if isinstance(found, ToolRegistry) else ToolRegistry(found)
+    if not registry:
+        raise ConfigurationError(f"{path} defines no tools: decorate functions with @tool or define TOOLS = [...]")
+    return registry
 
 
 def _tools_from_json(path: pathlib.Path) -> ToolRegistry:
@@ -385,7 +423,7 @@ def build_agent(
         ConfigurationError: the agent module is not available in this build.
     """
     try:
-        from .._agent import Agent
+        from .. import Agent
     except ImportError as exc:
         raise ConfigurationError(f"tinyagent.Agent is not available in this build: {exc}") from exc
     if confirm is not None:

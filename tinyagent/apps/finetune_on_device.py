@@ -1,8 +1,9 @@
 r"""Fine-tune a small planner for your own tools, on this machine, in one resumable command.
 
-    python -m tinyagent.apps.finetune_on_device --tools my_tools.py --teacher http://localhost:8080/v1
-    python -m tinyagent.apps.finetune_on_device --tools builtin --teacher qwen2.5-coder-1.5b \
-        --student qwen2.5-coder-0.5b
+    tinyagent finetune run --tools my_tools.py --teacher http://localhost:8080/v1
+    tinyagent finetune run --tools builtin --teacher qwen2.5-coder-1.5b --student qwen2.5-coder-0.5b
+
+(``python -m tinyagent.apps.finetune_on_device ...`` runs the same command.)
 
 Stages, each recorded in ``<work>/state.json`` so that running the same command again continues where it stopped:
 
@@ -20,30 +21,80 @@ Accuracy is measured on the held-out split of the distilled data (the teacher's 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import json
 import logging
-import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, TinyAgentError
+from ..errors import ConfigurationError
 
-__all__ = ["STAGES", "main", "run"]
+__all__ = ["STAGES", "OnDeviceSettings", "run"]
 
 log = logging.getLogger(__name__)
 
 STAGES = ("distill", "eval_before", "train", "export", "eval_after", "register", "report")
 
 
+@dataclass(frozen=True)
+class OnDeviceSettings:
+    """What one pipeline run does (the options of ``tinyagent finetune run``).
+
+    Attributes:
+        tools: ``my_tools.py``, ``builtin``, a JSON spec file or ``MODULE:ATTR``.
+        teacher: an OpenAI-compatible URL (``URL#model``), a catalog name or a ``.gguf``.
+        student: a catalog name or a ``.gguf``.
+        work: the run folder (resumed when it exists).
+        name: the catalog name of the tuned model.
+        n, batch, seed, examples: the synthesis (requests, requests per teacher call, seed, worked examples).
+        data_dir: the built-in tools' data folder (copied for dry runs, never written).
+        steps, epochs, train_batch, lr, max_length, save_steps, qlora: the training.
+        types: quantizations of the merged model (comma-separated, or ``none``).
+        eval_set, eval_n, skip_eval: what accuracy is measured on.
+        threads: llama.cpp and torch threads.
+        fresh: forget the recorded stages (the data and checkpoints stay).
+    """
+
+    tools: str
+    teacher: str
+    student: str = "qwen2.5-coder-0.5b"
+    work: Path = Path("tinyagent-finetune")
+    name: str = "my-planner"
+    n: int = 200
+    batch: int = 5
+    seed: int = 0
+    examples: Path | None = None
+    data_dir: Path | None = None
+    steps: int = -1
+    epochs: float = 2.0
+    train_batch: int = 4
+    lr: float = 2e-4
+    max_length: int = 1024
+    save_steps: int = 25
+    qlora: bool | None = None
+    types: str = "Q4_K_M"
+    eval_set: Path | None = None
+    eval_n: int = 0
+    skip_eval: bool = False
+    threads: int | None = None
+    fresh: bool = False
+
+
+def parse_types(value: str) -> list[str]:
+    """``"Q8_0,Q4_K_M"`` -> ``["Q8_0", "Q4_K_M"]`` (empty for ``""`` or ``"none"``)."""
+    if value.strip().lower() in ("", "none"):
+        return []
+    return [v.strip().upper() for v in value.split(",") if v.strip()]
+
+
 class _State:
     def __init__(self, work: Path) -> None:
         self.path = work / "state.json"
-        from ..finetune._files import read_json
+        from ..finetune import read_json
 
         self.data: dict[str, Any] = read_json(self.path, {}) or {}
 
@@ -54,13 +105,13 @@ class _State:
         return self.data.get("stages", {}).get(stage)
 
     def finish(self, stage: str, value: Any) -> None:
-        from ..finetune._files import atomic_write_json
+        from ..finetune import atomic_write_json
 
         self.data.setdefault("stages", {})[stage] = value
         atomic_write_json(self.path, self.data)
 
 
-def _eval_cases(args: argparse.Namespace, data_dir: Path) -> list[Any]:
+def _eval_cases(args: OnDeviceSettings, data_dir: Path) -> list[Any]:
     from ..scoring import EvalCase, load_evalset
 
     if args.eval_set:
@@ -82,7 +133,7 @@ def _eval_cases(args: argparse.Namespace, data_dir: Path) -> list[Any]:
 
 
 def _accuracy(path: Path, lora: Path | None, cases: Sequence[Any], tools: Any, threads: int | None) -> dict[str, Any]:
-    from ..quant._compare import planning_accuracy
+    from ..quant import planning_accuracy
 
     if not cases:
         return {"n": 0, "note": "no held-out requests to evaluate on"}
@@ -90,121 +141,142 @@ def _accuracy(path: Path, lora: Path | None, cases: Sequence[Any], tools: Any, t
     return {k: scored[k] for k in ("n", "dag_success", "strict_success", "mean_latency_s")}
 
 
-def run(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
-    """Run (or resume) the pipeline described by the parsed arguments; return the report."""
-    from ..finetune import DistillConfig, TrainConfig, builtin_dry_run, distill, train
-    from ..finetune._cli import load_examples, load_teacher, load_tools_spec, parse_types
-    from ..models._catalog import ModelCatalog
-    from ..quant import export_adapter, merge_and_quantize, register_model
+class _Pipeline:
+    """One run: the tools, the recorded stages and the timings; each stage is a method that runs at most once."""
 
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    state = _State(work)
-    if args.fresh:
-        state.data = {}
-    data_dir = Path(args.data_dir) if args.data_dir else None
-    tools = load_tools_spec(args.tools, data_dir)
-    catalog = ModelCatalog()
-    student_gguf = Path(args.student) if args.student.endswith(".gguf") else catalog.path(args.student)
-    timings: dict[str, float] = dict(state.data.get("timings", {}))
+    def __init__(self, args: OnDeviceSettings, progress: Any) -> None:
+        from ..models import ModelCatalog
+        from ._runtime import load_tools
 
-    def timed(stage: str, start: float) -> None:
-        timings[stage] = round(timings.get(stage, 0.0) + time.perf_counter() - start, 1)
-        state.data["timings"] = timings
+        self.args, self.progress = args, progress
+        self.work = Path(args.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.state = _State(self.work)
+        if args.fresh:
+            self.state.data = {}
+        self.data_dir = Path(args.data_dir) if args.data_dir else None
+        self.tools = load_tools(args.tools, self.data_dir)
+        student = args.student
+        self.student_gguf = Path(student) if student.endswith(".gguf") else ModelCatalog().path(student)
+        self.timings: dict[str, float] = dict(self.state.data.get("timings", {}))
+        self.cases: list[Any] = []
 
-    # 1. distill
-    if not state.done("distill"):
+    def stage(self, name: str, step: Any) -> None:
+        """Run ``step()`` unless ``name`` is recorded as done; record its result and time."""
+        if self.state.done(name):
+            return
         start = time.perf_counter()
-        teacher = load_teacher(args.teacher, threads=args.threads)
-        dry = builtin_dry_run(data_dir=data_dir) if args.tools == "builtin" else None
+        value = step()
+        self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - start, 1)
+        self.state.data["timings"] = self.timings
+        self.state.finish(name, value)
+
+    def distill(self) -> Any:
+        from ..finetune import DistillConfig, builtin_dry_run, distill, load_examples
+        from ._runtime import load_model_spec
+
+        args = self.args
+        teacher = load_model_spec(args.teacher, threads=args.threads)
+        dry = builtin_dry_run(data_dir=self.data_dir) if args.tools == "builtin" else None
         try:
             result = asyncio.run(distill(
-                tools, teacher, work / "data", examples=load_examples(args.examples),
+                self.tools, teacher, self.work / "data", examples=load_examples(args.examples),
                 config=DistillConfig(n_requests=args.n, batch_size=args.batch, seed=args.seed), dry_run=dry,
-                progress=progress,
+                progress=self.progress,
             ))
         finally:
             if dry is not None:
                 dry.close()
             asyncio.run(teacher.aclose())
-        timed("distill", start)
         if result.kept == 0:
             raise ConfigurationError("the teacher produced no usable examples; see data/rejected.jsonl for why")
-        state.finish("distill", result.stats)
-    cases = _eval_cases(args, work / "data")
+        return result.stats
 
-    # 2. eval before
-    if not state.done("eval_before") and not args.skip_eval:
-        start = time.perf_counter()
-        state.finish("eval_before", _accuracy(student_gguf, None, cases, tools, args.threads))
-        timed("eval_before", start)
+    def train(self) -> Any:
+        from ..finetune import TrainConfig, train
 
-    # 3. train
-    if not state.done("train"):
+        args = self.args
         config = TrainConfig(max_steps=args.steps, epochs=args.epochs, batch_size=args.train_batch,
                              learning_rate=args.lr, max_length=args.max_length, save_steps=args.save_steps,
                              threads=args.threads, qlora=args.qlora)
-        start = time.perf_counter()
-        trained = train(work / "data", args.student, work / "train", config=config, progress=progress)
-        timed("train", start)
-        state.finish("train", trained.to_json())
-    adapter_dir = Path(state.get("train")["adapter_dir"])
+        return train(self.work / "data", args.student, self.work / "train", config=config,
+                     progress=self.progress).to_json()
 
-    # 4. export
-    if not state.done("export"):
-        start = time.perf_counter()
-        adapter_gguf = export_adapter(adapter_dir, work / "export" / f"{args.name}-lora.gguf", progress=progress)
+    def export(self) -> Any:
+        from ..quant import export_adapter, merge_and_quantize
+
+        args = self.args
+        adapter_dir = Path(self.state.get("train")["adapter_dir"])
+        adapter_gguf = export_adapter(adapter_dir, self.work / "export" / f"{args.name}-lora.gguf",
+                                      progress=self.progress)
         exported: dict[str, Any] = {"adapter_gguf": str(adapter_gguf)}
         types = parse_types(args.types)
         if types:
-            merged = merge_and_quantize(adapter_dir, work / "export", types=types, name=args.name,
-                                        threads=args.threads, progress=progress)
+            merged = merge_and_quantize(adapter_dir, self.work / "export", types=types, name=args.name,
+                                        threads=args.threads, progress=self.progress)
             exported.update(merged.to_json())
-        timed("export", start)
-        state.finish("export", exported)
-    exported = state.get("export")
-    quantized = {k: Path(v) for k, v in exported.get("quantized", {}).items()}
+        return exported
 
-    # 5. eval after: the adapter over the packaged base, and each quantized merge
-    if not state.done("eval_after") and not args.skip_eval:
-        start = time.perf_counter()
-        after = {"adapter": _accuracy(student_gguf, Path(exported["adapter_gguf"]), cases, tools, args.threads)}
-        for qtype, path in quantized.items():
-            after[qtype] = _accuracy(path, None, cases, tools, args.threads)
-        state.finish("eval_after", after)
-        timed("eval_after", start)
+    def quantized(self) -> dict[str, Path]:
+        return {k: Path(v) for k, v in (self.state.get("export") or {}).get("quantized", {}).items()}
 
-    # 6. register
-    if not state.done("register"):
-        registered = {}
+    def eval_after(self) -> Any:
+        """The adapter over the packaged base, and each quantized merge."""
+        lora = Path(self.state.get("export")["adapter_gguf"])
+        after = {"adapter": _accuracy(self.student_gguf, lora, self.cases, self.tools, self.args.threads)}
+        for qtype, path in self.quantized().items():
+            after[qtype] = _accuracy(path, None, self.cases, self.tools, self.args.threads)
+        return after
+
+    def register(self) -> Any:
+        from ..quant import register_model
+
+        args, registered = self.args, {}
+        quantized = self.quantized()
         if quantized:
             smallest = min(quantized.values(), key=lambda p: p.stat().st_size)
             registered[args.name] = str(register_model(args.name, smallest, description="fine-tuned planner").name)
         if not args.student.endswith(".gguf"):
             lora_name = f"{args.name}-lora"
-            registered[lora_name] = str(register_model(lora_name, exported["adapter_gguf"], base=args.student,
+            registered[lora_name] = str(register_model(lora_name, self.state.get("export")["adapter_gguf"],
+                                                       base=args.student,
                                                        description=f"LoRA adapter over {args.student}").name)
-        state.finish("register", registered)
+        return registered
 
-    # 7. report
-    report = {
-        "tools": list(tools),
-        "teacher": args.teacher,
-        "student": args.student,
-        "data": state.get("distill"),
-        "eval_before": state.get("eval_before"),
-        "train": {k: v for k, v in (state.get("train") or {}).items() if k != "losses"},
-        "export": exported,
-        "eval_after": state.get("eval_after"),
-        "registered": state.get("register"),
-        "timings_s": timings,
-    }
-    from ..finetune._files import atomic_write_json
+    def report(self) -> dict[str, Any]:
+        from ..finetune import atomic_write_json
 
-    atomic_write_json(work / "report.json", report)
-    (work / "report.md").write_text(_markdown(report), encoding="utf-8")
-    state.finish("report", str(work / "report.json"))
-    return report
+        get = self.state.get
+        report = {
+            "tools": list(self.tools), "teacher": self.args.teacher, "student": self.args.student,
+            "data": get("distill"), "eval_before": get("eval_before"),
+            "train": {k: v for k, v in (get("train") or {}).items() if k != "losses"},
+            "export": get("export"), "eval_after": get("eval_after"), "registered": get("register"),
+            "timings_s": self.timings,
+        }
+        atomic_write_json(self.work / "report.json", report)
+        (self.work / "report.md").write_text(_markdown(report), encoding="utf-8")
+        self.state.finish("report", str(self.work / "report.json"))
+        return report
+
+
+def run(args: OnDeviceSettings, progress: Any = None) -> dict[str, Any]:
+    """Run (or resume) the pipeline that ``args`` describes; return the report.
+
+    Raises:
+        TinyAgentError: a stage failed (the finished stages stay recorded; run again to continue).
+    """
+    p = _Pipeline(args, progress)
+    p.stage("distill", p.distill)
+    p.cases = _eval_cases(args, p.work / "data")
+    if not args.skip_eval:
+        p.stage("eval_before", lambda: _accuracy(p.student_gguf, None, p.cases, p.tools, args.threads))
+    p.stage("train", p.train)
+    p.stage("export", p.export)
+    if not args.skip_eval:
+        p.stage("eval_after", p.eval_after)
+    p.stage("register", p.register)
+    return p.report()
 
 
 def _markdown(report: dict[str, Any]) -> str:
@@ -231,72 +303,7 @@ def _markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser."""
-    p = argparse.ArgumentParser(
-        prog="python -m tinyagent.apps.finetune_on_device",
-        description="Distill, fine-tune, export, evaluate and register a planner for your tools.",
-    )
-    p.add_argument("--tools", required=True, help="my_tools.py, builtin, specs.json or MODULE:ATTR")
-    p.add_argument("--teacher", required=True, help="an OpenAI-compatible URL, a catalog name or a .gguf")
-    p.add_argument("--student", default="qwen2.5-coder-0.5b", help="a catalog name or a .gguf")
-    p.add_argument("--work", default="tinyagent-finetune", help="the run folder (resumed when it exists)")
-    p.add_argument("--name", default="my-planner", help="the catalog name of the tuned model")
-    p.add_argument("-n", type=int, default=200, help="requests to synthesize")
-    p.add_argument("--batch", type=int, default=5, help="requests per teacher call")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--examples", help="a JSONL file of worked examples")
-    p.add_argument("--data-dir", help="data folder of the built-in tools (copied for dry runs, never written)")
-    p.add_argument("--steps", type=int, default=-1)
-    p.add_argument("--epochs", type=float, default=2.0)
-    p.add_argument("--train-batch", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--max-length", type=int, default=1024)
-    p.add_argument("--save-steps", type=int, default=25)
-    p.add_argument("--qlora", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--types", default="Q4_K_M", help="quantizations of the merged model (comma-separated, or none)")
-    p.add_argument("--eval-set", help="a JSONL eval set to measure accuracy on")
-    p.add_argument("--eval-n", type=int, default=0, help="evaluate on at most this many cases (0: all)")
-    p.add_argument("--skip-eval", action="store_true")
-    p.add_argument("--threads", type=int)
-    p.add_argument("--fresh", action="store_true", help="forget the recorded stages (the data and checkpoints stay)")
-    return p
+if __name__ == "__main__":  # ``python -m tinyagent.apps.finetune_on_device``: ``tinyagent finetune run``
+    from .cli import main_with_prefix
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..finetune.__main__ import RichProgress
-
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    console = Console(stderr=True)
-    bar = RichProgress(console)
-    try:
-        with bar.live():
-            report = run(args, progress=bar)
-    except TinyAgentError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        console.print("Fix the problem and run the same command again: finished stages are kept.")
-        return 1
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted; run the same command again to resume[/]")
-        return 130
-    table = Table(title="planning accuracy")
-    for column in ("model", "DAG success", "strict success", "s/request"):
-        table.add_column(column)
-    rows = [("student before", report.get("eval_before"))]
-    rows += [(f"tuned ({k})", v) for k, v in (report.get("eval_after") or {}).items()]
-    for name, acc in rows:
-        if acc and acc.get("n"):
-            table.add_row(name, f"{acc['dag_success']:.1%}", f"{acc['strict_success']:.1%}",
-                          f"{acc['mean_latency_s']:.2f}")
-    console.print(table)
-    console.print(f"Report: {Path(args.work) / 'report.md'}; use the model with Agent(model={args.name!r})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    main_with_prefix(["finetune", "run"])

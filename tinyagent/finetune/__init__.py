@@ -21,7 +21,8 @@ from __future__ import annotations
 from ._base_model import BaseModel, resolve_base
 from ._distill import DistillConfig, DistillResult, distill, distill_sync, training_record
 from ._dryrun import DATA_MISSES, ToolDryRun, builtin_dry_run
-from ._files import file_lock
+from ._examples_file import load_examples
+from ._files import atomic_write_json, file_lock, read_json
 from ._grammar_check import GrammarChecker
 from ._progress import ProgressCallback, ProgressEvent, emit
 from ._synth import DEFAULT_MIX, KINDS, SynthRequest
@@ -47,13 +48,16 @@ __all__ = [
     "Verdict",
     "Verifier",
     "VerifyStats",
+    "atomic_write_json",
     "builtin_dry_run",
     "distill",
     "distill_sync",
     "emit",
     "file_lock",
     "load_chat_records",
+    "load_examples",
     "quiet_libraries",
+    "read_json",
     "resolve_base",
     "train",
     "training_record",

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .._tools import Tool
+from .. import Tool
 from ..errors import ConfigurationError, MissingDependencyError, ModelError
 
 __all__ = ["QuantRow", "compare", "format_table", "measure_speed", "planning_accuracy"]
@@ -128,7 +128,7 @@ def planning_accuracy(
     Returns:
         :func:`tinyagent.scoring.evaluate`'s result.
     """
-    from .._agent import Agent
+    from .. import Agent
     from ..models import LlamaCppModel
     from ..scoring import evaluate
 

@@ -11,13 +11,11 @@ and ``meta.json`` into ``$TINYAGENT_CACHE/embedders/all-MiniLM-L6-v2`` (or the u
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -27,7 +25,7 @@ from ..errors import TinyAgentError, TrainingError
 from ._cache import EMBEDDER_NAME, default_embedder_dir
 from ._deps import require
 
-__all__ = ["export_embedder", "main"]
+__all__ = ["export_embedder"]
 
 log = logging.getLogger("tinyagent.retrieval")
 _EXTRA = "retrieval-train"
@@ -184,30 +182,7 @@ def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 
     return target
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tinyagent.retrieval.export_embedder",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: the tinyagent cache)")
-    parser.add_argument("--opset", type=int, default=17)
-    parser.add_argument("--force", action="store_true", help="export again even if the folder already has a model")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    target = args.out if args.out is not None else default_embedder_dir()
-    if (target / "meta.json").is_file() and not args.force:
-        log.info("%s already holds an exported embedder (use --force to export again)", target)
-        return 0
-    try:
-        path = export_embedder(args.out, opset=args.opset)
-    except TinyAgentError as exc:
-        log.error("%s", exc)
-        return 1
-    log.info("wrote %s", path)
-    return 0
+if __name__ == "__main__":  # the same command as ``tinyagent retrieval export-embedder``
+    from tinyagent.apps.cli import main_with_prefix
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    main_with_prefix(["retrieval", "export-embedder"])

@@ -18,14 +18,11 @@ MiniLM embedder is used for the sentence features (``python -m tinyagent.retriev
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import json
 import logging
 import random
-import sys
-import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -49,7 +46,6 @@ __all__ = [
     "calibrate_thresholds",
     "load_rows",
     "load_tools",
-    "main",
     "neighbour_tools",
     "train_classifier",
 ]
@@ -454,72 +450,7 @@ def _export(torch: Any, model: Any, x_emb: Any, x_words: Any, out: Path) -> None
         raise TrainingError(f"exporting the tool classifier to ONNX failed: {exc}") from exc
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point (with a rich progress bar); returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tinyagent.retrieval.train_classifier",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--tools", required=True, help="module:attribute or a JSON file of OpenAI function specs")
-    parser.add_argument("--data", required=True, type=Path, nargs="+", help="JSONL training file(s)")
-    parser.add_argument("--out", required=True, type=Path, help="folder for classifier.onnx and classifier.json")
-    parser.add_argument("--split", default="train", help="comma-separated splits to train on (rows with a 'split')")
-    parser.add_argument("--epochs", type=int, default=TrainConfig.epochs)
-    parser.add_argument("--folds", type=int, default=TrainConfig.folds)
-    parser.add_argument("--hidden", type=int, default=TrainConfig.hidden)
-    parser.add_argument("--target-recall", type=float, default=TrainConfig.target_recall)
-    parser.add_argument("--hash-dim", type=int, default=TrainConfig.hash_dim)
-    parser.add_argument("--no-embedding", action="store_true", help="hashed word features only (no MiniLM)")
-    parser.add_argument("--embedder", type=Path, default=None, help="exported MiniLM folder (default: the cache)")
-    parser.add_argument("--threads", type=int, default=TrainConfig.threads)
-    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    require("rich", _EXTRA)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+if __name__ == "__main__":  # the same command as ``tinyagent retrieval train-classifier``
+    from tinyagent.apps.cli import main_with_prefix
 
-    console = Console(stderr=True)
-    cfg = TrainConfig(
-        hidden=args.hidden,
-        epochs=args.epochs,
-        folds=args.folds,
-        target_recall=args.target_recall,
-        hash_dim=args.hash_dim,
-        use_embedding=not args.no_embedding,
-        seed=args.seed,
-        threads=args.threads,
-    )
-    start = time.perf_counter()
-    try:
-        registry = load_tools(args.tools)
-        rows = load_rows(args.data, [s for s in args.split.split(",") if s])
-        embedder = OnnxEmbedder(args.embedder) if cfg.use_embedding else None
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        ) as bar:
-            tasks: dict[str, Any] = {}
-
-            def on_progress(stage: str, done: int, total: int) -> None:
-                if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done, total=total)
-
-            model = train_classifier(registry, rows, args.out, cfg, embedder, on_progress)
-    except TinyAgentError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 1
-    console.print(
-        f"trained on {len(rows)} rows for {len(model.tools)} tools in {time.perf_counter() - start:.1f} s; "
-        f"thresholds offer={model.thresholds.offer:.4f} wide={model.thresholds.wide:.4f} "
-        f"top_k={model.thresholds.top_k} zero_shot_k={model.thresholds.zero_shot_k} "
-        f"example_k={model.thresholds.example_k}"
-    )
-    console.print({k: v for k, v in model.metrics.items()})
-    console.print(f"wrote {args.out / MODEL_FILE} and {args.out / META_FILE}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    main_with_prefix(["retrieval", "train-classifier"])

@@ -1,4 +1,4 @@
-"""``python -m tinyagent.routing``: a thin shim over the ``routing`` sub-app in ``tinyagent.apps.routing_cli``."""
+"""``python -m tinyagent.routing``: a thin shim over the ``routing`` sub-app in ``tinyagent.apps.cli.routing``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ..errors import MissingDependencyError
 
 def _main() -> int:
     try:
-        from ..apps.routing_cli import main
+        from ..apps.cli.routing import main
     except ImportError as exc:  # the command line needs the cli extra (typer)
         if exc.name not in ("typer", "click", "rich"):
             raise

@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ConfigurationError
-from ..routing import calibration_report, load_records
+from ...errors import ConfigurationError
+from ...routing import calibration_report, load_records
 
 __all__ = ["app", "main"]
 

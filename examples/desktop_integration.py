@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import threading
 from typing import Any
 
@@ -90,7 +91,9 @@ def main() -> None:
     else:
         # A desktop app can host the server itself, on a free localhost port, for its other processes.
         agent = Agent(tools=load_tools(args.tools), model=model)
-        server = ServerThread(create_app(agent, ServerSettings(token=args.token or None))).start()
+        # The app's own token, shared with its clients (the server refuses requests without one).
+        args.token = args.token or secrets.token_urlsafe(32)
+        server = ServerThread(create_app(agent, ServerSettings(token=args.token))).start()
         url = server.url
     try:
         if args.gui:

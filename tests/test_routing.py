@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyagent._routing_base import RouteSignals, RoutingHook
-from tinyagent.apps.cli.routing import main
+from tinyagent.apps.cli import run_cli as main
 from tinyagent.errors import BudgetExceeded, ConfigurationError, EndpointError
 from tinyagent.models import Completion, ModelRequest, Pricing, ScriptedModel, Usage
 from tinyagent.routing import (
@@ -422,12 +422,12 @@ def test_records_load_from_jsonl_and_bad_lines_are_reported(tmp_path: Path) -> N
 def test_calibrate_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "records.jsonl"
     path.write_text("\n".join(json.dumps(r.to_dict()) for r in synthetic_records()))
-    assert main(["calibrate", "--records", str(path), "--target-cost", "0.4", "--relative"]) == 0
+    assert main(["routing", "calibrate", "--records", str(path), "--target-cost", "0.4", "--relative"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["records"] == 100
     assert out["expected"]["cost_per_request"] <= 0.4
     assert out["always_cloud"]["success"] == 0.9
-    assert main(["calibrate", "--records", str(tmp_path / "missing.jsonl"), "--target-cost", "1"]) == 2
+    assert main(["routing", "calibrate", "--records", str(tmp_path / "missing.jsonl"), "--target-cost", "1"]) == 1
 
 
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:

@@ -304,6 +304,6 @@ def _markdown(report: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":  # ``python -m tinyagent.apps.finetune_on_device``: ``tinyagent finetune run``
-    from .cli import main_with_prefix
+    from ._entry import run_command
 
-    main_with_prefix(["finetune", "run"])
+    run_command(["finetune", "run"])

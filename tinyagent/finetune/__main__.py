@@ -8,7 +8,7 @@ Examples::
 
 from __future__ import annotations
 
-from tinyagent.apps.cli import main_with_prefix
-
 if __name__ == "__main__":
-    main_with_prefix(["finetune"])
+    from tinyagent.apps import run_command
+
+    run_command(["finetune"])

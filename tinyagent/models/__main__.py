@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tinyagent.apps.cli import main_with_prefix
-
 if __name__ == "__main__":
-    main_with_prefix(["models"])
+    from tinyagent.apps import run_command
+
+    run_command(["models"])

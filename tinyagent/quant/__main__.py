@@ -11,7 +11,7 @@ Examples::
 
 from __future__ import annotations
 
-from tinyagent.apps.cli import main_with_prefix
-
 if __name__ == "__main__":
-    main_with_prefix(["quant"])
+    from tinyagent.apps import run_command
+
+    run_command(["quant"])

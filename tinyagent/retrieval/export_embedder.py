@@ -183,6 +183,6 @@ def export_embedder(out: Path | None = None, opset: int = 17, max_length: int = 
 
 
 if __name__ == "__main__":  # the same command as ``tinyagent retrieval export-embedder``
-    from tinyagent.apps.cli import main_with_prefix
+    from tinyagent.apps import run_command
 
-    main_with_prefix(["retrieval", "export-embedder"])
+    run_command(["retrieval", "export-embedder"])

@@ -451,6 +451,6 @@ def _export(torch: Any, model: Any, x_emb: Any, x_words: Any, out: Path) -> None
 
 
 if __name__ == "__main__":  # the same command as ``tinyagent retrieval train-classifier``
-    from tinyagent.apps.cli import main_with_prefix
+    from tinyagent.apps import run_command
 
-    main_with_prefix(["retrieval", "train-classifier"])
+    run_command(["retrieval", "train-classifier"])

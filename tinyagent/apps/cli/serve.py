@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,17 +27,30 @@ def serve(
     token: Annotated[str | None, typer.Option(envvar="TINYAGENT_SERVER_TOKEN", help="Require this bearer token.")]
     = None,
     max_queue: Annotated[int, typer.Option(help="Requests that may wait; more get 503.")] = 32,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="Serve without a token: any local process may "
+                                                              "drive the agent.")] = False,
+    token_file: Annotated[str | None, typer.Option(help="Where the generated token lives (default: the user's "
+                                                         "config dir, mode 0600).")] = None,
+    allow_host: Annotated[list[str] | None, typer.Option(help="Accept this Host header too (repeatable).")] = None,
+    allow_origin: Annotated[list[str] | None, typer.Option(help="Accept requests from this web origin "
+                                                                 "(repeatable).")] = None,
 ) -> None:
-    """Serve the agent over HTTP: /v1/agent/stream (SSE), /v1/agent/run, OpenAI /v1/chat/completions, /health."""
-    from ..server import ServerSettings
+    """Serve the agent over HTTP: /v1/agent/stream (SSE), /v1/agent/run, OpenAI /v1/chat/completions, /health.
+
+    A bearer token is required by default (generated on first start); Host must be local and foreign web origins
+    are refused (see SECURITY.md).
+    """
+    from ..server import ServerSettings, resolve_auth
     from ..server import serve as serve_agent
 
     st = state(ctx)
+    settings = ServerSettings(token=token, max_queue=max_queue, no_auth=no_auth,
+                              token_file=Path(token_file) if token_file else None,
+                              allowed_hosts=tuple(allow_host or ()), allowed_origins=tuple(allow_origin or ()))
+    auth = resolve_auth(settings)
     agent = st.agent(ask=False)
-    settings = ServerSettings(token=token, max_queue=max_queue)
-    st.err.print(Text(f"serving {st.model().name} with {len(st.tools())} tools on http://{host}:{port} "
-                      f"(token {'required' if token else 'off'}; confirmations "
-                      f"{'auto-approved' if st.yes else 'refused'})"))
+    st.err.print(Text(f"serving {st.model().name} with {len(st.tools())} tools on http://{host}:{port}; "
+                      f"{auth.describe()}; confirmations {'auto-approved' if st.yes else 'refused'}"))
     serve_agent(agent, host=host, port=port, settings=settings)
 
 

@@ -14,8 +14,9 @@ Extra: ``tinyagent[voice]`` (pocketsphinx, numpy, sounddevice, soundfile). numpy
 
 from __future__ import annotations
 
+from ...errors import VoiceError
 from ._assistant import VoiceAssistant, VoiceTurn
-from ._audio import STT_RATE, Audio, Microphone, VoiceError, play
+from ._audio import STT_RATE, Audio, Microphone, play
 from ._stt import PocketSphinxSTT, SpeechToText, WhisperCppSTT, command_grammar, grammar_words, read_pronunciations
 from ._tts import EspeakTTS, TextToSpeech
 from ._vad import EnergyVAD

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...errors import ConfigurationError, MissingDependencyError, TinyAgentError
-from ._audio import Audio, Microphone, VoiceError, play
+from ...errors import ConfigurationError, MissingDependencyError, TinyAgentError, VoiceError
+from ._audio import Audio, Microphone, play
 from ._stt import PocketSphinxSTT, SpeechToText
 from ._tts import TextToSpeech
 from ._vad import EnergyVAD

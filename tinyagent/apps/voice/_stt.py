@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ...errors import ConfigurationError, MissingDependencyError
-from ._audio import STT_RATE, Audio, VoiceError, _np
+from ...errors import ConfigurationError, MissingDependencyError, VoiceError
+from ._audio import STT_RATE, Audio, _np
 
 if TYPE_CHECKING:
     pass

@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ...errors import MissingDependencyError
-from ._audio import Audio, VoiceError
+from ...errors import MissingDependencyError, VoiceError
+from ._audio import Audio
 
 if TYPE_CHECKING:
     pass

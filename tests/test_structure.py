@@ -51,7 +51,6 @@ COMPAT_ALIASES = {
 KNOWN_OFFENDERS: dict[str, set[str]] = {
     "layers": {
         "tinyagent._agent -> tinyagent.retrieval._examples",  # [run] the core reaches up into retrieval
-        "tinyagent.quant._compare -> tinyagent.scoring",  # [quant] quant scores with evals, which sits above it
     },
     "private": {
         "tinyagent._agent -> tinyagent.models._base",  # [run]

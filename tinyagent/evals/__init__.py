@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import bfcl
 from ._evalcheck import check_case, check_evalset, iso_when
 from ._functions_bench import EXAMPLE_CATEGORIES, default_examples, run_functions_benchmark
+from ._planning import planning_accuracy
 from ._scoring import (
     EvalCase,
     Planner,
@@ -28,6 +29,7 @@ from ._scoring import (
 from ._stress import load_distractors, stress_registry
 
 __all__ = [
+    "planning_accuracy",
     "EXAMPLE_CATEGORIES",
     "EvalCase",
     "Planner",

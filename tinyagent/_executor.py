@@ -175,8 +175,9 @@ class Executor:
         if not risky:
             return self.context
         where = "; ".join(
-            f"{name}={format_observation(args.get(name), 120)} came from step {step} ({records[step].name}), "
-            "not from your request" for name, step in risky.items())
+            f"{name}={format_observation(args.get(name), 120)} came from "
+            + (f"step {step} ({records[step].name})" if step in records else "an earlier answer")
+            + ", not from your request" for name, step in risky.items())
         context = dataclasses.replace(self.context, tool_name=tool.name)
         await context.confirm(f"{tool.name} with a target taken from tool output: {where}", args=dict(args),
                               from_tool_output=dict(risky))

@@ -153,15 +153,18 @@ class Tool:
         """The parameters whose values say where this call goes or what it acts on.
 
         :attr:`targets` when given. Otherwise, for an outgoing or destructive tool, every parameter that can hold
-        text (a string or a list of strings, not an enum) except the free-text content ones (``body``, ``text``,
-        ``subject`` …): an unknown parameter counts as a target, so a new tool fails safe. Other tools: none.
+        text (a string or a list of strings, not an enum) except what is said (:data:`CONTENT_PARAMS`: ``body``,
+        ``text``, ``subject`` …) and, for an outgoing tool, how it is described (:data:`DESCRIPTIVE_PARAMS`:
+        ``title``, ``start``, ``location`` …; the title of a note to delete *is* the target). An unknown parameter
+        counts as a target, so a new tool fails safe. Other tools: none.
         """
         if self.targets is not None:
             return self.targets
         if not (self.outgoing or self.destructive):
             return ()
         props: Mapping[str, Any] = self.parameters.get("properties", {})
-        return tuple(n for n, schema in props.items() if n.lower() not in CONTENT_PARAMS and _holds_text(schema))
+        skip = CONTENT_PARAMS if self.destructive else CONTENT_PARAMS | DESCRIPTIVE_PARAMS
+        return tuple(n for n, schema in props.items() if n.lower() not in skip and _holds_text(schema))
 
     @property
     def executable(self) -> bool:
@@ -277,6 +280,11 @@ CONTENT_PARAMS = frozenset({
     "note_text", "html", "markdown",
 })
 """Parameter names that carry what is said, not where it goes (never targets, see :attr:`Tool.target_params`)."""
+
+DESCRIPTIVE_PARAMS = frozenset({
+    "title", "start", "end", "date", "time", "due", "when", "duration", "location", "timezone", "mode", "language",
+})
+"""Parameter names that describe an outgoing call (an invitation's title and time), not where it goes."""
 
 
 def _holds_text(schema: Mapping[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from ..errors import UserError
 from ..models import Model
 from ._loop import run_loop
 from ._plan import plan_once, planner_request
-from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples
+from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
 
@@ -203,6 +203,10 @@ class Agent:
                     await task
 
     # -- internals ----------------------------------------------------------------------------------------------
+    def _similar_examples(self, query: str, tools: Iterable[str]) -> list[Example]:
+        """The examples the prompt would show for ``query`` with ``tools`` offered (no retriever); for benchmarks."""
+        return similar_examples(query, tools, self.examples, self.example_selector, self.settings.max_examples)
+
     def _setup(self) -> RunSetup:
         return RunSetup(registry=self.registry, router=self.router, settings=self.settings, retriever=self.retriever,
                         examples=self.examples, selector=self.example_selector)

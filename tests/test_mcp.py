@@ -155,7 +155,8 @@ async def test_stdio_subprocess_round_trip() -> None:
         assert await phone.call({"name": "kate"}) == "+1-555-0103"
         assert await phone.call({"name": "lutfi"}) == "+1-555-0102"
         send = next(t for t in source.tools if t.name == "send_email")
-        with pytest.raises(ToolExecutionError, match="did not confirm"):
+        assert send.outgoing and send.requires_confirmation  # its hints say it sends: asked here, before the call
+        with pytest.raises(ConfirmationDenied, match="did not confirm"):
             await send.call({"to": ["a@example.com"], "subject": "s", "body": "b"})
 
 
@@ -163,7 +164,8 @@ def test_cli_mcp_serve_over_stdio() -> None:
     args = ["-m", "tinyagent.apps.cli", "--tools", "demo", "--yes", "mcp", "serve"]
     tools = tools_from_mcp(sys.executable, args, env=ENV)
     send = next(t for t in tools if t.name == "send_email")
-    assert asyncio_run(send.call({"to": ["sid@example.com"], "subject": "hi", "body": "there"})) == \
+    approve = ToolContext(confirm_hook=lambda request: True)  # outgoing: this side asks first, then the server sends
+    assert asyncio_run(send.call({"to": ["sid@example.com"], "subject": "hi", "body": "there"}, approve)) == \
         "sent to sid@example.com"
 
 

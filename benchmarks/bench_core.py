@@ -1,4 +1,4 @@
-"""Core benchmarks: SDK overhead, first dispatch, parallel speedup, vs a sequential loop, prefix-cache reuse.
+"""Core benchmarks: first dispatch, parallel speedup, vs a sequential loop, prefix-cache reuse.
 
     python benchmarks/bench_core.py [--model qwen2.5-coder-1.5b] [--queries 6]
 
@@ -46,40 +46,6 @@ def multi_call_queries(n: int) -> list[str]:
     return [c.query for c in cases[:n]]
 
 
-# -- SDK overhead ------------------------------------------------------------------------------------------------
-async def sdk_overhead(model: LlamaCppModel, agent: Agent, queries: list[str]) -> dict[str, Any]:
-    from llama_cpp import LlamaGrammar
-
-    tools = dict(agent.registry.items())
-    sdk_times, raw_times, same = [], [], 0
-    for q in queries:
-        examples = agent._similar_examples(q, tools)
-        messages = build_planner_messages(tools.values(), q, TODAY, examples)
-        grammar = plan_grammar(tools, options=agent.settings.grammar)
-        raw_text = ""
-        for order in ("raw-first", "sdk-first"):
-            for which in (("raw", "sdk") if order == "raw-first" else ("sdk", "raw")):
-                if which == "raw":
-                    started = time.perf_counter()
-                    with model.lock:
-                        out = model.llama.create_chat_completion(
-                            messages=messages, grammar=LlamaGrammar.from_string(grammar, verbose=False),
-                            max_tokens=agent.settings.planner_max_tokens, temperature=0.0, top_k=1,
-                            stop=[END_OF_PLAN])
-                    raw_times.append(time.perf_counter() - started)
-                    raw_text = out["choices"][0]["message"]["content"]
-                else:
-                    started = time.perf_counter()
-                    res = await agent.plan(q, today=TODAY)
-                    sdk_times.append(time.perf_counter() - started)
-                    sdk_text = res.text
-        same += int(raw_text.strip() == sdk_text.strip())
-    raw_med, sdk_med = statistics.median(raw_times), statistics.median(sdk_times)
-    return {"sdk_s_median": sdk_med, "raw_s_median": raw_med, "ratio": sdk_med / raw_med - 1.0,
-            "identical_outputs": f"{same}/{len(queries)}"}
-
-
-# -- time to first dispatch ----------------------------------------------------------------------------------------
 async def first_dispatch(agent: Agent, queries: list[str]) -> dict[str, Any]:
     fractions = []
     for q in queries:
@@ -204,9 +170,10 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--queries", type=int, default=6)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma list: overhead,dispatch,parallel,sequential,prefix")
+    ap.add_argument("--only", default="", help="comma list: dispatch,parallel,sequential,prefix (merge: none, only "
+                                              "merge the other results files)")
     args = ap.parse_args()
-    only = set(args.only.split(",")) if args.only else {"overhead", "dispatch", "parallel", "sequential", "prefix"}
+    only = set(args.only.split(",")) if args.only else {"dispatch", "parallel", "sequential", "prefix"}
     out_path = RESULTS / "core.json"
     out: dict[str, Any] = json.loads(out_path.read_text()) if out_path.exists() else {}
     out["model"] = args.model
@@ -219,7 +186,7 @@ def main() -> None:
             out["parallel"] = await parallel_speedup()
             out["parallel_speedup_vs_ideal"] = out["parallel"]["speedup_vs_ideal"]
             log(f"parallel: {out['parallel']}")
-        if not only & {"overhead", "dispatch", "sequential", "prefix"}:
+        if not only & {"dispatch", "sequential", "prefix"}:
             return
         model = LlamaCppModel(args.model, n_threads=args.threads)
         with tempfile.TemporaryDirectory() as tmp:
@@ -227,10 +194,6 @@ def main() -> None:
             tools = builtin_tools(FunctionsSettings(data_dir=Path(tmp)))
             agent = Agent(tools, model=model, examples=builtin_examples(), confirm=allow_all)
             await agent.plan("warm up", today=TODAY)
-            if "overhead" in only:
-                out["overhead"] = await sdk_overhead(model, agent, queries)
-                out["sdk_overhead_ratio"] = out["overhead"]["ratio"]
-                log(f"overhead: {out['overhead']}")
             if "prefix" in only:
                 out["prefix"] = await prefix_cache(model, agent, queries)
                 out["prefix_cache_ttft_ratio"] = out["prefix"]["ratio"]
@@ -247,6 +210,16 @@ def main() -> None:
 
     asyncio.run(run())
     out["machine"]["load_1m_at_end"] = round(os.getloadavg()[0], 2)
+    # Decoding against raw llama.cpp comes from bench_latency.py (side by side, same prompt, model and threads);
+    # it replaces the old sdk_overhead_ratio, which compared against llama-cpp-python's slow grammar sampling.
+    for stale in ("overhead", "sdk_overhead_ratio"):
+        out.pop(stale, None)
+    latency = RESULTS / "latency.json"
+    if latency.exists():
+        data = json.loads(latency.read_text())
+        for k in ("decode_ratio_vs_raw", "decode_ratio_greedy_vs_raw", "decode_ratio_llama_vs_raw", "same_plans"):
+            if k in data:
+                out[k] = data[k]
     for name, keys in (("planner.json", None), ("bfcl.json", ("bfcl", "bfcl_baselines"))):
         path = RESULTS / name
         if path.exists():

@@ -217,6 +217,8 @@ def _month_day(m: re.Match[str], today: dt.date) -> dt.date | None:
     mon = m.group("mon")
     month = _MONTHS.index(mon) + 1 if mon in _MONTHS else _MON_ABBR[mon]
     day, year = int(m.group("d")), m.group("y")
+    if not _valid(2000, month, day):  # 2000 is a leap year: no year has this day
+        return None
     try:
         if year:
             return dt.date(int(year), month, day)

@@ -67,6 +67,11 @@ def one(request: str, today: dt.date = TUE, now: dt.time | None = None) -> str:
         ("end of the month", dt.date(2027, 2, 10), "2027-02-28"),
         ("by the end of next month", dt.date(2027, 1, 31), "2027-02-28"),
         ("end of the year", TUE, "2026-12-31"),
+        ("this weekend", TUE, "2026-12-05"),
+        ("over the weekend", dt.date(2026, 12, 5), "2026-12-05"),
+        ("this weekend", dt.date(2026, 12, 6), "2026-12-05"),
+        ("next weekend", TUE, "2026-12-12"),
+        ("this weekend", dt.date(2026, 12, 31), "2027-01-02"),
     ],
 )
 def test_relative_dates(request_: str, today: dt.date, expected: str) -> None:
@@ -242,6 +247,9 @@ def test_typo_span_is_the_text_as_written() -> None:
         "version 2.5 has 3 bugs",
         "the meeting notes",
         "wed the two files",
+        "meet 5 people at 3 locations",
+        "grow at 10% a year",
+        "12/03/2026",
     ],
 )
 def test_no_false_date_positives(request_: str) -> None:

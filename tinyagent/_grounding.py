@@ -10,7 +10,8 @@ Rules (documented once, here):
   `today` (so always 1-7 days ahead). "this <weekday>" is that weekday in the current Monday-Sunday week (it may be
   in the past); "last <weekday>" is the most recent one strictly before `today`.
 - "next week" is the Monday of next week, "next month" the 1st of next month, "next year" January 1st;
-  "end of the month" / "end of the year" the last day of the current month / year.
+  "end of the month" / "end of the year" the last day of the current month / year; "this weekend" / "the weekend"
+  the Saturday on or after today (yesterday on a Sunday), "next weekend" a week later.
 - A month and day without a year ("December 3rd", "3 Dec") is the next occurrence on or after `today`.
 - Slash dates are ambiguous (12/03: March or December?) and are skipped unless year-first (2026/12/03).
 - "tonight" is today at 20:00 unless a time is given; with tonight/afternoon/evening an hour under 12 is PM
@@ -271,6 +272,12 @@ def _end_of(m: re.Match[str], today: dt.date) -> dt.date | None:
     return base.replace(day=calendar.monthrange(base.year, base.month)[1])  # type: ignore[no-any-return]
 
 
+def _weekend(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """The Saturday of the current weekend (on or after today; today's weekend on a Sunday); "next" adds a week."""
+    saturday = today + dt.timedelta(days=(5 - today.weekday()) % 7 if today.weekday() < 6 else -1)
+    return saturday + dt.timedelta(weeks=1 if m.group("which") == "next" else 0)
+
+
 def _fixed(days: int) -> Callable[[re.Match[str], dt.date], dt.date | None]:
     return lambda _m, today: today + dt.timedelta(days=days)
 
@@ -290,6 +297,7 @@ _DATE_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], dt.date], dt.
         (rf"\bin\s+{_NUM}\s+(?P<unit>day|week|fortnight|month|year)s?\b(?P<ago>)", _offset),
         (rf"\b{_NUM}\s+(?P<unit>day|week|month|year)s?\s+(?:from\s+(?:now|today)|later|(?P<ago>ago))\b", _offset),
         (r"\b(?P<which>next|this|last)\s+(?P<unit>week|month|year)\b", _period_start),
+        (r"\b(?:(?:over\s+)?the|(?P<which>this|next))\s+weekend\b", _weekend),
         (r"\b(?:by\s+)?(?:the\s+)?end\s+of\s+(?:the\s+|this\s+|(?P<nxt>next)\s+)?(?P<unit>month|year)\b", _end_of),
     )
 )
@@ -308,7 +316,8 @@ def _time_candidates(norm: str) -> list[_Cand]:
         exact = h > 12 or len(m.group("h")) == 2 and h < 10  # "15:00", "09:00" are 24-hour clock times
         cands.append(_Cand(m.start(), m.end(), "time", hour=None if exact else h,
                            time=dt.time(h, mi) if exact else None, minute=mi))
-    for m in re.finditer(rf"\b(?:{at}(?P<h>\d{{1,2}})(?:\s*o'?clock)?|(?P<h2>\d{{1,2}})\s*o'?clock)\b(?![:.,]?\d)",
+    for m in re.finditer(rf"\b(?:{at}(?P<h>\d{{1,2}})(?:\s*o'?clock)?|(?P<h2>\d{{1,2}})\s*o'?clock)\b"
+                         r"(?![:.,]?\d|\s*%|\s+(?!this\b)[a-z]{2,}s\b)",  # not "at 10%", "at 3 locations"
                          norm):
         h = int(m.group("h") or m.group("h2"))
         if 0 <= h <= 12:

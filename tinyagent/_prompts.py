@@ -137,6 +137,7 @@ def build_planner_messages(
     history: Sequence[Mapping[str, Any]] = (),
     replan_context: str | None = None,
     format_examples: bool = False,
+    grounding: str = "",
 ) -> list[dict[str, Any]]:
     """Chat messages for the planner.
 
@@ -148,6 +149,7 @@ def build_planner_messages(
         history: earlier conversation turns, for follow-ups.
         replan_context: the previous plan, its observations and why a replan is needed.
         format_examples: without ``examples``, show format-only examples with other tools.
+        grounding: values resolved from the request (dates, times, identifiers), shown after it.
     """
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": planner_system_prompt(tools, examples, format_examples=format_examples)}]
@@ -156,6 +158,8 @@ def build_planner_messages(
         turns = "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in history[-6:])
         context = f"Conversation so far:\n{turns}\n\n"
     user = f"{context}Today is {today.isoformat()} ({_weekday(today)}).\nRequest: {query}"
+    if grounding:
+        user += f"\n{grounding}"
     if replan_context:
         user += f"\n\n{replan_context}"
     messages.append({"role": "user", "content": user})

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from .._events import StepPlanned
+from .._grounding import grounding_for
 from .._grammar import plan_grammar
 from .._plan import END_OF_PLAN, JOIN, Call, Plan
 from .._plan_parser import PlanStreamParser
@@ -58,7 +59,9 @@ def planner_request(state: RunState, settings: AgentSettings, router: RoutingHoo
     tools = state.offer.tools
     messages = build_planner_messages(tools.values(), state.query, state.today, state.offer.examples,
                                       history=state.history, replan_context=state.replan_note,
-                                      format_examples=settings.format_examples)
+                                      format_examples=settings.format_examples,
+                                      grounding=grounding_for(state.query, state.today, tools.values())
+                                      if settings.grounding else "")
     grammar = None
     if settings.use_grammar and model.supports_grammar:
         grammar = plan_grammar_for(state.grammars, tools, settings, first_step, tuple(prior_steps))

@@ -47,6 +47,9 @@ class AgentSettings:
         tool_order: how retrieved tools are listed in the prompt. ``"registry"`` (default): in registry order, so
             requests that retrieve overlapping sets share a longer prompt prefix, which llama.cpp (and the on-disk
             prefix cache) need not evaluate again; ``"relevance"``: the retriever's ranking.
+        grounding: resolve relative dates and times in the request against today ("tomorrow at 10", "next
+            Monday", "in two weeks") and show the planner the resolved values, in the format each offered date
+            parameter's schema or description asks for (``tinyagent._grounding``).
     """
 
     max_replans: int = 2
@@ -62,3 +65,4 @@ class AgentSettings:
     no_tool_threshold: float | None = NO_TOOL_THRESHOLD
     stop_threshold: float | None = STOP_THRESHOLD
     tool_order: Literal["registry", "relevance"] = "registry"
+    grounding: bool = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -315,3 +315,63 @@ async def test_format_examples_fill_in_only_when_no_worked_example_fits() -> Non
     model = ScriptedModel(["1. join()\n<END_OF_PLAN>"])
     await Agent(TOOLS, model=model, format_examples=False).plan("hello")
     assert "Examples" not in model.requests[0].messages[0]["content"]
+
+
+class _ByQuery:
+    """A retriever (the core protocol, no tinyagent.retrieval) that offers different tools per request."""
+
+    def fit(self, registry: object, examples: object = ()) -> None:
+        return None
+
+    def retrieve(self, query: str) -> _Offered:
+        return _Offered(("get_email_address", "send_email") if "email" in query else ("sleep_tool", "explode"))
+
+    def widen(self, query: str, previous: _Offered, hint: str = "") -> _Offered:
+        return _Offered((*previous.tools, "hang"), uncertain=True)
+
+
+@dataclass(frozen=True)
+class _Offered:
+    tools: tuple[str, ...]
+    examples: tuple[Example, ...] = ()
+    uncertain: bool = False
+
+
+async def test_two_concurrent_runs_on_one_agent_share_no_state() -> None:
+    """One run replans (and widens its tools) while the other runs straight through; neither sees the other."""
+
+    def script(request: ModelRequest) -> str:
+        user = str(request.messages[-1]["content"])
+        mine = "Request: email sid" in user
+        if "Actions and results:" in user:  # the joiner
+            if not mine and "`Replan:" in user and "A previous plan" not in str(request.messages):
+                return "Replan: the nap failed, try a shorter one"
+            return "Answer: emailed Sid." if mine else "Answer: napped."
+        if mine:
+            return '1. get_email_address(name="Sid")\n2. send_email(to=[$1], subject="Hi")\n3. join()\n<END_OF_PLAN>'
+        if "A previous plan was tried" in user:
+            return "3. sleep_tool(seconds=0.05)\n4. join()\n<END_OF_PLAN>"
+        return '1. sleep_tool(seconds=0.3)\n2. explode(why="boom")\n3. join()\n<END_OF_PLAN>'
+
+    model = ScriptedModel(script, delay_s=0.002)
+    agent = Agent(TOOLS, model=model, retriever=_ByQuery())
+    assert agent.router.local is model  # the default router is made on first use (configuration, not run state)
+    before = dict(vars(agent))
+    started = time.perf_counter()
+    mail, nap = await asyncio.gather(agent.run("email sid hello"), agent.run("take a nap"))
+    elapsed = time.perf_counter() - started
+    assert dict(vars(agent)) == before  # the agent holds no per-run state
+    assert [(s.id, s.name, s.status) for s in mail.steps] == [(1, "get_email_address", "ok"), (2, "send_email", "ok")]
+    assert [(s.id, s.name, s.status) for s in nap.steps] == [(1, "sleep_tool", "ok"), (2, "explode", "error"),
+                                                           (3, "sleep_tool", "ok")]
+    assert (mail.replans, nap.replans) == (0, 1)
+    assert (mail.answer, nap.answer) == ("emailed Sid.", "napped.")
+    assert mail.steps[1].result == "sent to sid@example.com"
+    prompts = {str(r.messages[-1]["content"]): str(r.messages[0]["content"]) for r in model.requests}
+    mail_prompts = [s for u, s in prompts.items() if "Request: email sid" in u]
+    nap_replan = next(s for u, s in prompts.items() if "A previous plan was tried" in u)
+    assert all("- sleep_tool(" not in s and "- hang(" not in s for s in mail_prompts)
+    assert "- hang(" in nap_replan and "- send_email(" not in nap_replan  # widened for that run only
+    grammars = [r.grammar or "" for r in model.requests if "Request: email sid" in str(r.messages[-1]["content"])]
+    assert grammars[0] and "sleep_tool" not in grammars[0]
+    assert elapsed < 0.3 + 0.05 + 0.2 + 1.0  # they overlapped rather than queued behind each other

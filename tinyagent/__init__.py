@@ -9,7 +9,6 @@ Heavy stacks (llama.cpp, onnxruntime, torch) are imported lazily, so ``import ti
 
 from __future__ import annotations
 
-from ._agent import Agent, AgentSettings
 from ._events import (
     AnswerEvent,
     PlanResult,
@@ -25,6 +24,7 @@ from ._grammar import GrammarOptions
 from ._plan import Call, Example, Plan, Ref
 from ._tools import ConfirmationRequest, ConfirmHook, Effects, Tool, ToolContext, ToolRegistry, tool
 from .errors import TinyAgentError, UserError
+from .run import Agent, AgentSettings
 
 __version__ = "0.1.0"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._plan import Call, Plan, _refs_to_strings
+from ._plan import Call, Plan, refs_to_strings
 from ._prompts import format_observation
-from .models._base import Usage
+from .models import Usage
 
 __all__ = [
     "AnswerEvent",
@@ -49,6 +49,11 @@ class StepRecord:
         started_s: seconds from the start of the run to dispatch.
         elapsed_s: seconds the tool ran.
         attempt: which plan (0 = first, 1 = first replan …) produced the step.
+        provenance: where each argument's value came from: ``"user"`` (the request, the user's own turns, or
+            written by the planner), ``"lookup:k"`` (a lookup at step k of something the user named, e.g. a
+            contact's address) or ``"tool:k"`` (data returned by step k: a note, a mail, a file). See
+            :mod:`tinyagent._provenance`.
+        exception: the exception the step failed with (not serialised), for ``isinstance`` checks.
     """
 
     id: int
@@ -61,6 +66,8 @@ class StepRecord:
     started_s: float = 0.0
     elapsed_s: float = 0.0
     attempt: int = 0
+    provenance: dict[str, str] = field(default_factory=dict)
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -79,7 +86,7 @@ class StepRecord:
         return {
             "id": self.id,
             "name": self.name,
-            "args": _jsonable(_refs_to_strings(self.args)),
+            "args": _jsonable(refs_to_strings(self.args)),
             "status": self.status,
             "result": _jsonable(self.result),
             "error": self.error,
@@ -87,6 +94,7 @@ class StepRecord:
             "started_s": round(self.started_s, 4),
             "elapsed_s": round(self.elapsed_s, 4),
             "attempt": self.attempt,
+            "provenance": dict(self.provenance),
         }
 
 

@@ -5,11 +5,16 @@ Calls arrive one by one while the plan is still being generated. Each call becom
 tools in worker threads) and a step starts as soon as its inputs are ready. A failed, timed-out or skipped step
 makes its dependents ``skipped``; independent steps carry on. Complete plans are ordered with ``graphlib`` first,
 which rejects cycles and references to missing steps.
+
+Before each call, the executor records where its argument values came from (:mod:`tinyagent._provenance`); an
+outgoing or destructive call whose target came from tool output asks the confirmation hook first, and a refusal fails
+the step with :class:`~tinyagent.errors.ConfirmationDenied`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -17,6 +22,8 @@ from typing import Any
 from ._events import RunEvent, StepRecord, ToolFinished, ToolStarted
 from ._plan import Call, Plan, resolve_refs
 from ._plan_parser import check_call
+from ._prompts import format_observation
+from ._provenance import Provenance, risky_targets
 from ._tools import Tool, ToolContext
 from .errors import PlanValidationError, ToolTimeout
 
@@ -37,6 +44,8 @@ class Executor:
         context: handed to tools that ask for it (confirmation hook, model, today, deps).
         emit: an async callback for :class:`ToolStarted` / :class:`ToolFinished` events.
         clock_start: ``time.perf_counter()`` at the start of the run, for ``started_s``.
+        provenance: classifies argument values (the agent builds one from the request); default: one that knows no
+            request, so every literal the planner wrote counts as the user's and only tool data is suspect.
     """
 
     def __init__(
@@ -45,8 +54,10 @@ class Executor:
         context: ToolContext | None = None,
         emit: Emit | None = None,
         clock_start: float | None = None,
+        provenance: Provenance | None = None,
     ) -> None:
         self.tools = tools
+        self.provenance = provenance if provenance is not None else Provenance()
         self.context = context or ToolContext()
         self.emit = emit or _no_emit
         self.clock_start = clock_start if clock_start is not None else time.perf_counter()
@@ -132,18 +143,45 @@ class Executor:
             if self.first_dispatch_s is None:
                 self.first_dispatch_s = record.started_s
             record.status = "running"
+            tool = self.tools[call.name]
+            record.provenance = self.provenance.classify(call, self.tools, records)
             await self.emit(ToolStarted(call.id, call.name, args))
             try:
-                record.result = await self.tools[call.name].call(args, self.context, step=call.id)
+                context = await self._check_targets(call, tool, args, record, records)
+                record.result = await tool.call(args, context, step=call.id)
                 record.status = "ok"
             except ToolTimeout as exc:
                 record.status, record.error, record.error_type = "timeout", str(exc), type(exc).__name__
+                record.exception = exc
             except Exception as exc:  # noqa: BLE001 - every tool failure is recorded for the joiner
                 record.status, record.error, record.error_type = "error", str(exc), type(exc).__name__
+                record.exception = exc
             record.elapsed_s = time.perf_counter() - now
             await self.emit(ToolFinished(record))
         finally:
             done[call.id].set()
+
+    async def _check_targets(self, call: Call, tool: Tool, args: Mapping[str, Any], record: StepRecord,
+                             records: Mapping[int, StepRecord]) -> ToolContext:
+        """Ask the hook before an outgoing or destructive call whose target came from tool output.
+
+        Returns:
+            The context for the call (marked pre-confirmed when the hook was asked and allowed it).
+
+        Raises:
+            ConfirmationDenied: the hook refused.
+        """
+        risky = risky_targets(tool, record.provenance)
+        if not risky:
+            return self.context
+        where = "; ".join(
+            f"{name}={format_observation(args.get(name), 120)} came from "
+            + (f"step {step} ({records[step].name})" if step in records else "an earlier answer")
+            + ", not from your request" for name, step in risky.items())
+        context = dataclasses.replace(self.context, tool_name=tool.name)
+        await context.confirm(f"{tool.name} with a target taken from tool output: {where}", args=dict(args),
+                              from_tool_output=dict(risky))
+        return dataclasses.replace(context, preconfirmed=True)
 
 
 def successful(records: Iterable[StepRecord]) -> list[int]:

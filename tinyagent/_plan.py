@@ -23,7 +23,19 @@ from typing import Any
 
 from .errors import PlanValidationError
 
-__all__ = ["Call", "Example", "Plan", "Ref", "END_OF_PLAN", "JOIN", "find_refs", "resolve_refs", "format_value"]
+__all__ = [
+    "Call",
+    "Example",
+    "Plan",
+    "Ref",
+    "END_OF_PLAN",
+    "JOIN",
+    "find_refs",
+    "resolve_refs",
+    "format_value",
+    "refs_to_strings",
+    "strings_to_refs",
+]
 
 END_OF_PLAN = "<END_OF_PLAN>"
 JOIN = "join"
@@ -60,13 +72,13 @@ class Call:
 
     def to_json(self) -> dict[str, Any]:
         """``{"id", "name", "args"}`` with references as ``"$k"``."""
-        return {"id": self.id, "name": self.name, "args": _refs_to_strings(dict(self.args))}
+        return {"id": self.id, "name": self.name, "args": refs_to_strings(dict(self.args))}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Call:
         """Inverse of :meth:`to_json`; the string ``"$k"`` becomes ``Ref(k)``."""
         try:
-            return cls(id=int(data["id"]), name=str(data["name"]), args=_strings_to_refs(dict(data.get("args", {}))))
+            return cls(id=int(data["id"]), name=str(data["name"]), args=strings_to_refs(dict(data.get("args", {}))))
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanValidationError(f"not a plan call: {data!r:.200} ({exc})") from exc
 
@@ -177,22 +189,29 @@ def format_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _refs_to_strings(value: Any) -> Any:
+def refs_to_strings(value: Any) -> Any:
+    """``value`` with every :class:`Ref` written as the string ``"$k"`` (the JSON form)."""
     if isinstance(value, Ref):
         return str(value)
     if isinstance(value, Mapping):
-        return {k: _refs_to_strings(v) for k, v in value.items()}
+        return {k: refs_to_strings(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_refs_to_strings(v) for v in value]
+        return [refs_to_strings(v) for v in value]
     return value
 
 
-def _strings_to_refs(value: Any) -> Any:
+def strings_to_refs(value: Any) -> Any:
+    """Inverse of :func:`refs_to_strings`: every string ``"$k"`` becomes ``Ref(k)``."""
     if isinstance(value, str):
         m = _REF_STR.match(value)
         return Ref(int(m.group(1))) if m else value
     if isinstance(value, Mapping):
-        return {k: _strings_to_refs(v) for k, v in value.items()}
+        return {k: strings_to_refs(v) for k, v in value.items()}
     if isinstance(value, Sequence):
-        return [_strings_to_refs(v) for v in value]
+        return [strings_to_refs(v) for v in value]
     return value
+
+
+# Old private names, kept for code that imported them.
+_refs_to_strings = refs_to_strings
+_strings_to_refs = strings_to_refs

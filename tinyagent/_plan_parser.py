@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._plan import END_OF_PLAN, JOIN, Call, Plan, Ref, _strings_to_refs, find_refs
+from ._plan import END_OF_PLAN, JOIN, Call, Plan, Ref, find_refs, strings_to_refs
 from ._schema import SchemaValidationError, validate_value
 from ._tools import Tool
 from .errors import PlanParseError, PlanValidationError
@@ -194,7 +194,7 @@ def parse_call_line(line: str, line_no: int | None = None) -> tuple[int, str, di
     name = cm.group(1)
     try:
         # A quoted "$k" is a reference too: models often quote it, and no real value is exactly "$3".
-        args = _strings_to_refs(_ValueParser(cm.group(2)).args())
+        args = strings_to_refs(_ValueParser(cm.group(2)).args())
     except PlanParseError as exc:
         raise PlanParseError(f"step {step}: {exc}", text=line, line=line_no) from exc
     return step, name, args

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-from .models._base import Completion, Model, ModelRequest
+from .models import Completion, Model, ModelRequest
 
 __all__ = ["RouteSignals", "RoutingHook", "Stage", "LocalOnly"]
 
@@ -48,9 +48,22 @@ class RouteSignals:
 
 @runtime_checkable
 class RoutingHook(Protocol):
-    """What the agent calls. ``tinyagent.routing.Router`` implements it; :class:`LocalOnly` is the default."""
+    """Everything the agent calls or reads. ``tinyagent.routing.Router`` implements it; :class:`LocalOnly` is the
+    default.
+
+    Attributes:
+        local: the on-device model; the agent falls back to it when a call would overshoot the budget.
+        needs_verification: buffer the first plan and ask ``select("verify", ...)`` before executing it.
+        wants_logprobs: ask for token log-probabilities in planner requests (a confidence signal).
+    """
 
     local: Model
+    needs_verification: bool
+    wants_logprobs: bool
+
+    def start_task(self) -> None:
+        """A new task (one user request) starts: per-task budgets and decisions begin afresh."""
+        ...
 
     def select(self, stage: Stage, signals: RouteSignals) -> Model:
         """The model to use for ``stage``. For ``"verify"``, returning a model other than ``signals.previous_model``
@@ -79,6 +92,11 @@ class LocalOnly:
 
     def __init__(self, local: Model) -> None:
         self.local = local
+        self.needs_verification = False
+        self.wants_logprobs = False
+
+    def start_task(self) -> None:
+        return None
 
     def select(self, stage: Stage, signals: RouteSignals) -> Model:
         return self.local

@@ -67,6 +67,9 @@ class ToolContext:
         model: the agent's model, for tools that make a sub-call (e.g. summarising a document).
         today: the date the request is resolved against.
         deps: anything the app wants its tools to see.
+        tool_name: the tool being called (set by :meth:`Tool.call`).
+        preconfirmed: the hook already allowed this very call (the agent asked before it, because a target came
+            from tool output), so :meth:`confirm` does not ask a second time.
     """
 
     confirm_hook: ConfirmHook = deny_all
@@ -74,6 +77,7 @@ class ToolContext:
     today: dt.date = field(default_factory=dt.date.today)
     deps: Any = None
     tool_name: str = ""
+    preconfirmed: bool = False
 
     async def confirm(self, action: str, **details: Any) -> None:
         """Ask the app's hook to allow ``action``.
@@ -81,6 +85,8 @@ class ToolContext:
         Raises:
             ConfirmationDenied: the hook refused.
         """
+        if self.preconfirmed:
+            return
         request = ConfirmationRequest(tool=self.tool_name, action=action, details=details)
         answer = self.confirm_hook(request)
         if inspect.isawaitable(answer):
@@ -111,6 +117,8 @@ class Tool:
             ``"write"`` (changes local data, can be undone or is additive), ``"destructive"`` (deletes or
             overwrites) or ``"outgoing"`` (sends something to someone: mail, messages, invitations).
             An outgoing or destructive call whose target came from tool output asks for confirmation.
+        targets: the parameters that say where an outgoing or destructive call goes or what it acts on (recipients,
+            addresses, attachments, the item deleted). None: derived from the schema (see :attr:`target_params`).
     """
 
     name: str
@@ -121,6 +129,7 @@ class Tool:
     requires_confirmation: bool = False
     returns: str = ""
     effects: Effects = "write"
+    targets: tuple[str, ...] | None = None
     _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
     _context_param: str | None = field(default=None, repr=False, compare=False)
 
@@ -138,6 +147,24 @@ class Tool:
     def outgoing(self) -> bool:
         """The tool sends something to someone else (mail, messages, invitations)."""
         return self.effects == "outgoing"
+
+    @property
+    def target_params(self) -> tuple[str, ...]:
+        """The parameters whose values say where this call goes or what it acts on.
+
+        :attr:`targets` when given. Otherwise, for an outgoing or destructive tool, every parameter that can hold
+        text (a string or a list of strings, not an enum) except what is said (:data:`CONTENT_PARAMS`: ``body``,
+        ``text``, ``subject`` …) and, for an outgoing tool, how it is described (:data:`DESCRIPTIVE_PARAMS`:
+        ``title``, ``start``, ``location`` …; the title of a note to delete *is* the target). An unknown parameter
+        counts as a target, so a new tool fails safe. Other tools: none.
+        """
+        if self.targets is not None:
+            return self.targets
+        if not (self.outgoing or self.destructive):
+            return ()
+        props: Mapping[str, Any] = self.parameters.get("properties", {})
+        skip = CONTENT_PARAMS if self.destructive else CONTENT_PARAMS | DESCRIPTIVE_PARAMS
+        return tuple(n for n, schema in props.items() if n.lower() not in skip and _holds_text(schema))
 
     @property
     def executable(self) -> bool:
@@ -196,7 +223,7 @@ class Tool:
         kwargs = self.validate_args(args, step=step)
         ctx = context if context is not None else ToolContext()
         ctx = ToolContext(confirm_hook=ctx.confirm_hook, model=ctx.model, today=ctx.today, deps=ctx.deps,
-                          tool_name=self.name)
+                          tool_name=self.name, preconfirmed=ctx.preconfirmed)
         if self.requires_confirmation:
             await ctx.confirm(f"call {self.name}", **kwargs)
         if self._context_param is not None:
@@ -248,6 +275,30 @@ class Tool:
         )
 
 
+CONTENT_PARAMS = frozenset({
+    "body", "text", "subject", "content", "message_text", "comment", "description", "summary", "caption", "reason",
+    "note_text", "html", "markdown",
+})
+"""Parameter names that carry what is said, not where it goes (never targets, see :attr:`Tool.target_params`)."""
+
+DESCRIPTIVE_PARAMS = frozenset({
+    "title", "start", "end", "date", "time", "due", "when", "duration", "location", "timezone", "mode", "language",
+})
+"""Parameter names that describe an outgoing call (an invitation's title and time), not where it goes."""
+
+
+def _holds_text(schema: Mapping[str, Any]) -> bool:
+    if "enum" in schema or "const" in schema:
+        return False
+    variants = schema.get("anyOf") or schema.get("oneOf")
+    if variants:
+        return any(_holds_text(v) for v in variants)
+    typ = schema.get("type")
+    if typ == "array":
+        return _holds_text(schema.get("items") or {})
+    return typ in (None, "string")
+
+
 def _short_errors(exc: pydantic.ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
@@ -270,6 +321,7 @@ def _from_function(
     timeout: float | None,
     requires_confirmation: bool,
     effects: Effects = "write",
+    targets: tuple[str, ...] | None = None,
 ) -> Tool:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool needs a function, got {fn!r}")
@@ -309,6 +361,7 @@ def _from_function(
         requires_confirmation=requires_confirmation,
         returns=(doc.returns.description or "") if doc.returns else "",
         effects=effects,
+        targets=targets,
         _model=model,
         _context_param=context_param,
     )
@@ -333,6 +386,7 @@ def tool(
     timeout: float | None = None,
     requires_confirmation: bool = False,
     effects: Effects = "write",
+    targets: Iterable[str] | None = None,
 ) -> Callable[[F], Tool]: ...
 
 
@@ -345,6 +399,7 @@ def tool(
     timeout: float | None = None,
     requires_confirmation: bool = False,
     effects: Effects = "write",
+    targets: Iterable[str] | None = None,
 ) -> Tool | Callable[[F], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`; works bare (``@tool``) and with options.
 
@@ -358,15 +413,18 @@ def tool(
         timeout: seconds before a call is cancelled.
         requires_confirmation: ask the app's confirmation hook before each call.
         effects: ``"read"``, ``"write"``, ``"destructive"`` or ``"outgoing"`` (see :class:`Tool`).
+        targets: the parameters naming where the call goes or what it acts on (default: from the schema, see
+            :attr:`Tool.target_params`).
 
     Raises:
         ToolDefinitionError: the function cannot be described (missing annotations, ``*args`` …).
     """
+    chosen = tuple(targets) if targets is not None else None
     if fn is not None:
-        return _from_function(fn, name, description, timeout, requires_confirmation, effects)
+        return _from_function(fn, name, description, timeout, requires_confirmation, effects, chosen)
 
     def decorate(f: F) -> Tool:
-        return _from_function(f, name, description, timeout, requires_confirmation, effects)
+        return _from_function(f, name, description, timeout, requires_confirmation, effects, chosen)
 
     return decorate
 

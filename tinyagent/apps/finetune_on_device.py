@@ -133,7 +133,7 @@ def _eval_cases(args: OnDeviceSettings, data_dir: Path) -> list[Any]:
 
 
 def _accuracy(path: Path, lora: Path | None, cases: Sequence[Any], tools: Any, threads: int | None) -> dict[str, Any]:
-    from ..quant import planning_accuracy
+    from ..evals import planning_accuracy
 
     if not cases:
         return {"n": 0, "note": "no held-out requests to evaluate on"}

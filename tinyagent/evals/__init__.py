@@ -28,6 +28,7 @@ from ._foreign import (
     summarize,
 )
 from ._functions_bench import EXAMPLE_CATEGORIES, default_examples, run_functions_benchmark
+from ._planning import planning_accuracy
 from ._scoring import (
     EvalCase,
     Planner,
@@ -41,6 +42,7 @@ from ._scoring import (
 from ._stress import load_distractors, stress_registry
 
 __all__ = [
+    "planning_accuracy",
     "EXAMPLE_CATEGORIES",
     "MULTI_TURN_SUITES",
     "EvalCase",

@@ -12,7 +12,7 @@ llama.cpp's conversion scripts are fetched on first use by :func:`ensure_scripts
 
 from __future__ import annotations
 
-from ._compare import QuantRow, compare, format_table, planning_accuracy
+from ._compare import QuantRow, compare, format_table
 from ._export import (
     QUANT_TYPES,
     ExportResult,
@@ -41,7 +41,6 @@ __all__ = [
     "format_table",
     "merge_adapter",
     "merge_and_quantize",
-    "planning_accuracy",
     "quantize",
     "read_metadata",
     "register_model",

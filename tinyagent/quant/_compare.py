@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import Tool
 from ..errors import ConfigurationError, MissingDependencyError, ModelError
 
-__all__ = ["QuantRow", "compare", "format_table", "measure_speed", "planning_accuracy"]
+__all__ = ["QuantRow", "compare", "format_table", "measure_speed"]
 
 log = logging.getLogger(__name__)
 
@@ -106,57 +104,20 @@ def measure_speed(
     return load_s, len(tokens) / max(prompt_s, 1e-9), generated / max(gen_s, 1e-9)
 
 
-def planning_accuracy(
-    path: str | Path,
-    cases: Sequence[Any],
-    tools: Iterable[Tool],
-    *,
-    lora_path: str | Path | None = None,
-    n_threads: int | None = None,
-    examples: Sequence[Any] = (),
-) -> dict[str, Any]:
-    """Plan every eval case with the model at ``path`` through the Agent and score the plans.
-
-    Args:
-        path: the GGUF.
-        cases: :class:`tinyagent.scoring.EvalCase` items (e.g. ``load_evalset("test")``).
-        tools: the tools the cases use.
-        lora_path: an adapter GGUF applied over ``path``.
-        n_threads: llama.cpp threads.
-        examples: few-shot examples for the planner.
-
-    Returns:
-        :func:`tinyagent.scoring.evaluate`'s result.
-    """
-    from .. import Agent
-    from ..models import LlamaCppModel
-    from ..scoring import evaluate
-
-    tool_list = list(tools)
-    model = LlamaCppModel(path=path, lora_path=lora_path, n_threads=n_threads)
-    try:
-        agent = Agent(tool_list, model=model, examples=examples)
-        return asyncio.run(evaluate(agent, cases, tool_list))
-    finally:
-        asyncio.run(model.aclose())
-
-
 def compare(
     models: Mapping[str, str | Path | tuple[str | Path, str | Path]] | Sequence[str | Path],
     *,
-    cases: Sequence[Any] = (),
-    tools: Iterable[Tool] = (),
+    accuracy: Callable[[str | Path, str | Path | None], Mapping[str, Any]] | None = None,
     n_threads: int | None = None,
-    examples: Sequence[Any] = (),
 ) -> list[QuantRow]:
     """Size, speed and (with ``cases``) planning accuracy of each model.
 
     Args:
         models: label -> GGUF path (or ``(base GGUF, adapter GGUF)``), or a list of paths (labelled by file name).
-        cases: eval cases for accuracy; empty skips accuracy.
-        tools: the tools the cases use.
+        accuracy: scores planning with ``(GGUF path, adapter path or None)`` and returns ``dag_success``,
+            ``strict_success``, ``mean_latency_s`` and ``n`` (e.g. :func:`tinyagent.evals.planning_accuracy` over
+            an eval set); None skips accuracy.
         n_threads: llama.cpp threads.
-        examples: few-shot examples for the planner.
 
     Raises:
         ConfigurationError: a file is missing.
@@ -164,7 +125,6 @@ def compare(
     items: dict[str, str | Path | tuple[str | Path, str | Path]] = (
         dict(models) if isinstance(models, Mapping) else {Path(p).name: p for p in models}
     )
-    tool_list = list(tools)
     rows = []
     for name, spec in items.items():
         path, lora = (spec[0], spec[1]) if isinstance(spec, tuple) else (spec, None)
@@ -176,8 +136,8 @@ def compare(
         load_s, pp, tg = measure_speed(path, lora_path=lora, n_threads=n_threads)
         row = QuantRow(name=name, path=str(path), size_mb=round(size, 1), load_s=round(load_s, 2),
                        prompt_tok_s=round(pp, 1), gen_tok_s=round(tg, 1))
-        if cases:
-            scored = planning_accuracy(path, cases, tool_list, lora_path=lora, n_threads=n_threads, examples=examples)
+        if accuracy is not None:
+            scored = accuracy(path, lora)
             row.dag_success = round(float(scored["dag_success"]), 4)
             row.strict_success = round(float(scored["strict_success"]), 4)
             row.mean_latency_s = round(float(scored["mean_latency_s"]), 3)

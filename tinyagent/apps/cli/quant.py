@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -68,14 +68,19 @@ def merge(
     st.emit_json(summary)
 
 
-def _eval_cases(n: int) -> tuple[list[Any], list[Any]]:
-    """The first ``n`` cases of the built-in tools' test split, and the built-in tools (planning only)."""
+def _accuracy(n: int, threads: int | None) -> Callable[[str | Path, str | Path | None], Mapping[str, Any]] | None:
+    """Planning accuracy on the first ``n`` cases of the built-in tools' test split (None when ``n`` is 0)."""
     if n <= 0:
-        return [], []
+        return None
+    from ...evals import load_evalset, planning_accuracy
     from ...functions import FunctionsSettings, builtin_tools
-    from ...scoring import load_evalset
 
-    return load_evalset("test")[:n], builtin_tools(FunctionsSettings(timezone="UTC"))
+    cases, tools = load_evalset("test")[:n], builtin_tools(FunctionsSettings(timezone="UTC"))
+
+    def accuracy(path: str | Path, lora: str | Path | None) -> Mapping[str, Any]:
+        return planning_accuracy(path, cases, tools, lora_path=lora, n_threads=threads)
+
+    return accuracy
 
 
 def _show(st: AppState, rows: Sequence[Any]) -> None:
@@ -112,8 +117,7 @@ def quantize_cmd(
     outputs: dict[str, str | Path] = {"F16": src}
     for qtype in parse_types(types):
         outputs[qtype] = quantize(src, folder / f"{stem}-{qtype}.gguf", qtype, threads=st.threads)
-    cases, tools = _eval_cases(eval_n)
-    _show(st, compare(outputs, cases=cases, tools=tools, n_threads=st.threads))
+    _show(st, compare(outputs, accuracy=_accuracy(eval_n, st.threads), n_threads=st.threads))
 
 
 @quant_app.command("compare")
@@ -126,8 +130,7 @@ def compare_cmd(
     from ...quant import compare
 
     st = state(ctx)
-    cases, tools = _eval_cases(eval_n)
-    _show(st, compare(list(paths), cases=cases, tools=tools, n_threads=st.threads))
+    _show(st, compare(list(paths), accuracy=_accuracy(eval_n, st.threads), n_threads=st.threads))
 
 
 @quant_app.command("register")

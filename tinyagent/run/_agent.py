@@ -1,0 +1,255 @@
+"""The agent: its configuration and public API. Each run's state lives in a :class:`RunState`, never on the agent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from .. import _examples
+from .._events import AnswerEvent, PlanResult, RunEvent, RunResult
+from .._executor import Executor
+from .._plan import Example
+from .._prompts import new_boundary
+from .._provenance import Provenance
+from .._routing_base import LocalOnly, RouteSignals, RoutingHook
+from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
+from ..errors import UserError
+from ..models import Model
+from ._loop import run_loop
+from ._plan import plan_once, planner_request
+from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
+from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
+from ._state import Emit, RunSetup, RunState
+
+__all__ = ["Agent"]
+
+T = TypeVar("T")
+
+
+class Agent:
+    """An agent over a set of tools.
+
+    Args:
+        tools: tools (or plain typed functions, wrapped with :func:`~tinyagent.tool`), or a registry.
+        model: a :class:`~tinyagent.models.Model`, a catalog name, a GGUF path or ``openai:URL``; default: the
+            catalog's default planner, loaded on first use.
+        retriever: picks the tools (and examples) offered per request; None offers every tool.
+        router: a routing hook (e.g. :class:`tinyagent.routing.Router`) choosing local or cloud per stage.
+        examples: worked examples; those whose tools are all offered go into the prompt.
+        example_selector: without a retriever, picks the examples most similar to each request from a pool larger
+            than ``max_examples`` (e.g. one with an embedder); None: hashed word features
+            (:class:`tinyagent._examples.ExampleSelector`), or the pool's order without numpy.
+        confirm: the app's hook for outgoing or destructive actions (default: refuse).
+        deps: anything the tools should see through :class:`~tinyagent.ToolContext`.
+        settings: loop tunables.
+
+    Example::
+
+        agent = Agent(tools=[get_email_address, send_email], model="qwen2.5-coder-1.5b")
+        result = agent.run_sync("Email Sid that lunch moved to noon")
+        print(result.answer)
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        model: Model | str | None = None,
+        *,
+        retriever: ToolRetriever | None = None,
+        router: RoutingHook | None = None,
+        examples: Sequence[Example] = (),
+        example_selector: ExampleSelector | None = None,
+        confirm: ConfirmHook = deny_all,
+        deps: Any = None,
+        settings: AgentSettings | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self._model_spec = model
+        self._model: Model | None = model if isinstance(model, Model) else None
+        self._router = router
+        self.retriever = retriever
+        self.examples = tuple(examples) if examples or example_selector is None else example_selector.examples
+        self.confirm = confirm
+        self.deps = deps
+        try:
+            self.settings = replace(settings or AgentSettings(), **overrides)
+        except TypeError as exc:
+            raise UserError(f"unknown agent setting: {exc}") from exc
+        self.example_selector = example_selector or _default_selector(self.examples, self.settings.max_examples)
+        if self.retriever is not None:
+            self.retriever.fit(self.registry, self.examples)
+
+    # -- models -----------------------------------------------------------------------------------------------
+    @property
+    def model(self) -> Model:
+        """The local (planner) model, loaded on first use."""
+        if self._router is not None:
+            return self._router.local
+        if self._model is None:
+            from ..models import load_model
+
+            spec = self._model_spec if isinstance(self._model_spec, str) else None
+            self._model = load_model(spec)
+        return self._model
+
+    @property
+    def router(self) -> RoutingHook:
+        """The routing hook (local-only by default)."""
+        if self._router is None:
+            self._router = LocalOnly(self.model)
+        return self._router
+
+    # -- public API -------------------------------------------------------------------------------------------
+    async def plan(
+        self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
+    ) -> PlanResult:
+        """Plan only; nothing is executed.
+
+        Raises:
+            PlanParseError, PlanValidationError: the model's plan is invalid (rare under the grammar).
+            ModelError: the model failed.
+        """
+        setup = self._setup()
+        setup.router.start_task()
+        state = self._new_state(setup, query, today, history, _no_emit)
+        uncertain = state.offer.uncertain
+        model = setup.router.select("plan", RouteSignals(retrieval_uncertain=uncertain))
+        request = planner_request(state, self.settings, setup.router, model, 1, ())
+        model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
+        prompt_tokens = completion.usage.input_tokens or model.count_tokens(
+            "".join(str(m["content"]) for m in request.messages))
+        return PlanResult(
+            plan=plan,
+            text=completion.text,
+            usage=completion.usage,
+            elapsed_s=completion.elapsed_s,
+            ttft_s=completion.ttft_s,
+            prompt_tokens=prompt_tokens,
+            tools_offered=tuple(state.offer.tools),
+            model=model.name,
+            mean_logprob=completion.mean_logprob,
+            retrieval_uncertain=uncertain,
+            example_disagreement=disagrees_with_examples(plan.calls, state.offer.examples,
+                                                         by_similarity=setup.examples_by_similarity),
+            no_tool_prob=next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None),
+            stop_probs=tuple(p for name, p, _ in completion.preference_probs if name == STOP_PREF),
+        )
+
+    def plan_sync(
+        self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
+    ) -> PlanResult:
+        """Synchronous :meth:`plan`."""
+        return _run_sync(self.plan(query, today=today, history=history))
+
+    async def run(
+        self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
+    ) -> RunResult:
+        """Plan, execute and answer.
+
+        Tool failures, invalid plans and model errors do not raise: they are replanned or reported in the result.
+
+        Raises:
+            UserError: misuse (e.g. no tools and no model).
+        """
+        result: RunResult | None = None
+        async for event in self.run_stream(query, today=today, history=history):
+            if isinstance(event, AnswerEvent):
+                result = event.result
+        if result is None:  # run_stream always ends with an AnswerEvent
+            raise UserError("the run ended without an answer")
+        return result
+
+    def run_sync(
+        self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
+    ) -> RunResult:
+        """Synchronous :meth:`run`."""
+        return _run_sync(self.run(query, today=today, history=history))
+
+    async def run_stream(
+        self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
+    ) -> AsyncIterator[RunEvent]:
+        """Run, yielding typed events as they happen; the last event is an :class:`AnswerEvent`."""
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+
+        async def emit(event: RunEvent) -> None:
+            queue.put_nowait(event)
+
+        async def produce() -> None:
+            try:
+                setup = self._setup()
+                setup.router.start_task()
+                result = await run_loop(setup, self._new_state(setup, query, today, history, emit))
+                queue.put_nowait(AnswerEvent(result.answer, result))
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.create_task(produce())
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            await task  # re-raise anything unexpected
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    # -- internals ----------------------------------------------------------------------------------------------
+    def _similar_examples(self, query: str, tools: Iterable[str]) -> list[Example]:
+        """The examples the prompt would show for ``query`` with ``tools`` offered (no retriever); for benchmarks."""
+        return similar_examples(query, tools, self.examples, self.example_selector, self.settings.max_examples)
+
+    def _setup(self) -> RunSetup:
+        return RunSetup(registry=self.registry, router=self.router, settings=self.settings, retriever=self.retriever,
+                        examples=self.examples, selector=self.example_selector)
+
+    def _new_state(self, setup: RunSetup, query: str, today: dt.date | None, history: Sequence[Mapping[str, Any]],
+                   emit: Emit) -> RunState:
+        """A fresh state for one run: its offer, executor (tool context, provenance), result and signals."""
+        day = today or dt.date.today()
+        offer = setup.offer(query)
+        context = ToolContext(confirm_hook=self.confirm, model=self.model, today=day, deps=self.deps)
+        tools: Mapping[str, Tool] = self.registry
+        if self.settings.tool_timeout is not None:
+            tools = {n: _with_timeout(t, self.settings.tool_timeout) for n, t in self.registry.items()}
+        state = RunState(query=query, today=day, history=history, emit=emit, offer=offer,
+                         executor=Executor(tools, context, emit, provenance=Provenance(query, history)),
+                         result=RunResult(query=query, answer=""),
+                         signals=RouteSignals(retrieval_uncertain=offer.uncertain), boundary=new_boundary())
+        state.executor.clock_start = state.started
+        return state
+
+
+def _default_selector(examples: Sequence[Example], k: int) -> ExampleSelector | None:
+    """Similarity by hashed word features, for a pool larger than the prompt takes (None without numpy)."""
+    if len(examples) <= k:
+        return None
+    try:
+        return _examples.ExampleSelector(examples)
+    except ImportError:
+        return None
+
+
+async def _no_emit(event: RunEvent) -> None:
+    return None
+
+
+def _with_timeout(tool: Tool, timeout: float) -> Tool:
+    return tool if tool.timeout is not None else replace(tool, timeout=timeout)
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise UserError("run_sync()/plan_sync() cannot be called from a running event loop; await run()/plan() instead")

@@ -1,0 +1,103 @@
+"""Stage 3, execute: run the plan's calls as they stream in (or buffer the first plan so the router can verify it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+
+from .._plan import Call, Plan
+from .._plan_parser import PlanStreamParser
+from .._routing_base import RouteSignals, Stage
+from ..errors import ModelError, PlanError
+from ..models import Model, ModelRequest
+from ._plan import PlanStream, call_model, planner_request
+from ._retrieve import disagrees_with_examples
+from ._state import RunSetup, RunState
+
+__all__ = ["Attempt", "Escalation", "plan_and_execute"]
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """The router wants a stronger model to plan again before the buffered plan runs."""
+
+    model: Model
+    reason: str
+    signals: RouteSignals
+
+
+@dataclass
+class Attempt:
+    """One planner call and the execution of what it planned.
+
+    Attributes:
+        model: the model that planned.
+        request: the planner request (the joiner may continue its conversation).
+        stream: the parsed stream (plan text, calls, completion, timing).
+        error: what ended the call stream early (a plan or model error), else None.
+        escalation: set when nothing ran because the router asked for a stronger planner.
+    """
+
+    model: Model
+    request: ModelRequest
+    stream: PlanStream
+    error: BaseException | None = None
+    escalation: Escalation | None = None
+
+    @property
+    def plan(self) -> Plan:
+        """The calls parsed (all of them, or those before the error)."""
+        return Plan(calls=tuple(self.stream.parser.calls))
+
+
+async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
+    """Plan the state's next attempt and execute it; the steps land in ``state.records``."""
+    stage: Stage = "plan" if state.attempt == 0 else "replan"
+    model = setup.router.select(stage, state.signals)
+    first_step, prior = state.next_step, state.prior_steps
+    request = planner_request(state, setup.settings, setup.router, model, first_step, prior)
+    started = time.perf_counter()
+    model, raw = await call_model(setup.router, model, request, stage, state.result.notes)
+    state.result.models.append(model.name)
+    parser = PlanStreamParser(state.offer.tools, first_step=first_step, prior_steps=prior)
+    stream = PlanStream(parser, raw, state.attempt, state.emit, started)
+    attempt = Attempt(model, request, stream)
+    verify = setup.router.needs_verification and state.attempt == 0
+    if setup.settings.streaming_execution and not verify:
+        attempt.error = await state.executor.execute_stream(stream.calls(), state.records, attempt=state.attempt)
+        return attempt
+    buffered: list[Call] = []
+    try:
+        async for call in stream.calls():
+            buffered.append(call)
+    except (PlanError, ModelError) as exc:
+        attempt.error = exc
+        return attempt
+    attempt.escalation = _escalation(setup, state, attempt, buffered)
+    if attempt.escalation is None:
+        attempt.error = await state.executor.execute_stream(_replay(buffered), state.records, attempt=state.attempt)
+    return attempt
+
+
+def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: list[Call]) -> Escalation | None:
+    """Ask the router to verify a buffered plan; an :class:`Escalation` when it wants another model."""
+    completion = attempt.stream.completion
+    if completion is None:
+        return None
+    model = attempt.model
+    check = replace(state.signals, mean_logprob=completion.mean_logprob, previous_model=model.name,
+                    example_disagreement=disagrees_with_examples(buffered, state.offer.examples,
+                                                                 by_similarity=setup.examples_by_similarity))
+    stronger = setup.router.select("verify", check)
+    if stronger is model or stronger.name == model.name or state.attempt >= setup.settings.max_replans:
+        return None
+    reason = (f"unsure of the {model.name} plan (mean logprob {completion.mean_logprob}, "
+              f"unlike the nearest example: {check.example_disagreement})")
+    return Escalation(stronger, reason, check)
+
+
+async def _replay(calls: list[Call]) -> AsyncIterator[Call]:
+    for call in calls:
+        yield call
+

@@ -1,0 +1,64 @@
+"""The agent's tunables (data, no behaviour)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .._grammar import GrammarOptions
+
+__all__ = ["AgentSettings", "NO_TOOL_PREF", "NO_TOOL_THRESHOLD", "STOP_PREF", "STOP_THRESHOLD"]
+
+NO_TOOL_PREF = "no_tool"
+STOP_PREF = "stop"
+# Fitted by benchmarks/calibrate_no_tool.py on held-out data (benchmarks/results/no_tool.json, qwen2.5-coder-1.5b).
+# No floor for "no tool": P(join) at step 1 separates the requests that need no tool too weakly (0.002-0.16 for
+# BFCL irrelevance, 0.001-0.21 for requests that need a call); the best floor (0.06) would drop 16% of needed calls.
+NO_TOOL_THRESHOLD: float | None = None
+# Stopping: P(join) after a call is decisive (0.6-1.0 where the plan is complete); the floor fitted there loses no
+# needed call on the held-out data and ends the plans that went on past the request.
+STOP_THRESHOLD: float | None = 0.46
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Tunables of the agent loop.
+
+    Attributes:
+        max_replans: replans after the first plan (the answer is kept either way).
+        max_examples: few-shot examples in the planner prompt.
+        planner_max_tokens: generation cap for a plan.
+        joiner_max_tokens: generation cap for the answer.
+        joiner: ``"llm"`` asks the model for the answer; ``"template"`` builds it from the observations (no model call).
+        use_grammar: constrain decoding with the generated grammar (where the model supports it).
+        grammar: caps of the generated grammar.
+        tool_timeout: default seconds per tool call (a tool's own ``timeout`` wins).
+        streaming_execution: dispatch steps while the plan is still streaming.
+        format_examples: when no worked example fits the offered tools, show a few format-only examples with other
+            tools (the grammar still allows only the offered ones).
+        no_tool_threshold: answer without tools (a plan of only ``join``) when the planner gives ``join`` as the first
+            step at least this probability, even if a tool is likelier. Small models call a loosely related tool
+            rather than none; the default is fitted on held-out data (``benchmarks/calibrate_no_tool.py``). None:
+            plain greedy decoding (the default: on held-out data no floor separated the two kinds of request without
+            dropping needed calls). Applies to backends that expose logits (llama.cpp); the probability is measured
+            either way and reported as ``PlanResult.no_tool_prob``.
+        stop_threshold: the same floor for ``join`` at every later step (ends a plan that goes on past the request);
+            None: greedy.
+        tool_order: how retrieved tools are listed in the prompt. ``"registry"`` (default): in registry order, so
+            requests that retrieve overlapping sets share a longer prompt prefix, which llama.cpp (and the on-disk
+            prefix cache) need not evaluate again; ``"relevance"``: the retriever's ranking.
+    """
+
+    max_replans: int = 2
+    max_examples: int = 4
+    format_examples: bool = True
+    planner_max_tokens: int = 512
+    joiner_max_tokens: int = 160
+    joiner: Literal["llm", "template"] = "llm"
+    use_grammar: bool = True
+    grammar: GrammarOptions = field(default_factory=GrammarOptions)
+    tool_timeout: float | None = None
+    streaming_execution: bool = True
+    no_tool_threshold: float | None = NO_TOOL_THRESHOLD
+    stop_threshold: float | None = STOP_THRESHOLD
+    tool_order: Literal["registry", "relevance"] = "registry"

@@ -96,8 +96,8 @@ def distill_cases(data: Path, suite: str) -> tuple[list[dict[str, Any]], list[Fo
 def run_distillation(data: Path, teacher: str, student: str, threads: int, work: Path) -> dict[str, Any]:
     """Distil the suite's tools with ``tinyagent.apps.finetune_on_device.run`` and score base, tuned and teacher."""
     from tinyagent.apps.finetune_on_device import OnDeviceSettings, run
+    from tinyagent.evals import planning_accuracy
     from tinyagent.models import ModelCatalog
-    from tinyagent.quant import planning_accuracy
 
     tools, held = distill_cases(data, DISTILL_SUITE)
     work.mkdir(parents=True, exist_ok=True)

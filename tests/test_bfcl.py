@@ -469,6 +469,92 @@ def test_eval_bfcl_with_a_given_model(tmp_path: Path) -> None:
     assert lines[2]["calls"] == []
 
 
+def test_case_index_is_the_first_number_in_the_id() -> None:
+    assert bfcl.case_index("simple_python_49") == 49
+    assert bfcl.case_index("live_simple_57-26-1") == 57
+    assert bfcl.case_index("live_irrelevance_4-0-4") == 4
+    assert bfcl.case_index("parallel_multiple_0") == 0
+    with pytest.raises(BfclDataError, match="no index"):
+        bfcl.case_index("simple_python")
+    assert bfcl.parity_matches("live_multiple_10-3-7", "even")
+    assert not bfcl.parity_matches("live_multiple_11-4-8", "even")
+    assert bfcl.parity_matches("live_multiple_11-4-8", "odd")
+    assert bfcl.parity_matches("simple_python_7", "all")
+    with pytest.raises(ConfigurationError, match="unknown index parity"):
+        bfcl.check_parity("evens")
+
+
+def write_parity_data(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "possible_answer").mkdir(exist_ok=True)
+    for category, ids in (("simple_python", [f"simple_python_{i}" for i in range(5)]),
+                          ("live_simple", ["live_simple_0-0-0", "live_simple_1-1-0", "live_simple_2-2-0",
+                                           "live_simple_13-3-1"])):
+        entries = [{"id": i, "question": [[{"role": "user", "content": i}]], "function": [AREA]} for i in ids]
+        (folder / f"BFCL_v4_{category}.json").write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+        answers = [{"id": i, "ground_truth": [AREA_TRUTH]} for i in ids]
+        (folder / "possible_answer" / f"BFCL_v4_{category}.json").write_text(
+            "\n".join(json.dumps(a) for a in answers))
+    irrelevant = [{"id": f"live_irrelevance_{i}-0-{i}", "question": [[{"role": "user", "content": "hi"}]],
+                   "function": [WEATHER]} for i in range(3)]
+    (folder / "BFCL_v4_live_irrelevance.json").write_text("\n".join(json.dumps(e) for e in irrelevant) + "\n")
+
+
+def test_load_cases_by_index_parity(tmp_path: Path) -> None:
+    write_parity_data(tmp_path)
+    cats = ["simple_python", "live_simple", "live_irrelevance"]
+    even = bfcl.load_cases(tmp_path, cats, parity="even")
+    assert [c.id for c in even] == ["simple_python_0", "simple_python_2", "simple_python_4", "live_simple_0-0-0",
+                                    "live_simple_2-2-0", "live_irrelevance_0-0-0", "live_irrelevance_2-0-2"]
+    odd = bfcl.load_cases(tmp_path, cats, parity="odd")
+    assert [c.id for c in odd] == ["simple_python_1", "simple_python_3", "live_simple_1-1-0", "live_simple_13-3-1",
+                                   "live_irrelevance_1-0-1"]
+    assert len(bfcl.load_cases(tmp_path, cats)) == len(even) + len(odd)
+    # The limit counts cases of the chosen parity.
+    assert [c.id for c in bfcl.load_cases(tmp_path, ["simple_python"], 2, parity="even")] == [
+        "simple_python_0", "simple_python_2"]
+    with pytest.raises(ConfigurationError, match="parity"):
+        bfcl.load_cases(tmp_path, cats, parity="both")  # type: ignore[arg-type]
+
+
+def test_odd_cases_are_never_built_under_even(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinyagent.evals import _bfcl_data
+
+    write_parity_data(tmp_path)
+    built: list[str] = []
+    real = _bfcl_data.BfclCase
+
+    def spy(case_id: str, *args: Any) -> BfclCase:
+        built.append(case_id)
+        return real(case_id, *args)
+
+    monkeypatch.setattr(_bfcl_data, "BfclCase", spy)
+    bfcl.load_cases(tmp_path, ["simple_python", "live_simple", "live_irrelevance"], parity="even")
+    assert built and all(bfcl.case_index(i) % 2 == 0 for i in built)
+
+
+def test_eval_bfcl_passes_the_parity(tmp_path: Path) -> None:
+    write_parity_data(tmp_path)
+    report = bfcl.eval_bfcl(tmp_path, ["live_simple"], model=ScriptedModel(["1. join()\n<END_OF_PLAN>"]),
+                            parity="odd")
+    assert [r.id for r in report.results] == ["live_simple_1-1-0", "live_simple_13-3-1"]
+
+
+def test_cli_eval_bfcl_has_the_parity_flag_and_live_categories() -> None:
+    typer = pytest.importorskip("typer")
+    from typer.testing import CliRunner
+
+    from tinyagent.apps.cli import app
+
+    assert isinstance(app, typer.Typer)
+    result = CliRunner().invoke(app, ["eval", "bfcl", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert "--index-parity" in result.output and "live_irrelevance" in result.output
+    bad = CliRunner().invoke(app, ["eval", "bfcl", "--index-parity", "evens", "--data-dir", "/nonexistent"])
+    assert bad.exit_code != 0
+    assert isinstance(bad.exception, ConfigurationError) and "unknown index parity" in str(bad.exception)
+
+
 # -- the baselines' parser -------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@ rules (:mod:`tinyagent.evals.bfcl`) beside plain llama-cpp-python tool-calling b
 
 Modules: ``_scoring`` (DAG and strict success, eval-set loading), ``_evalcheck`` (checks every gold plan),
 ``make_evalset`` (``python -m tinyagent.evals.make_evalset`` regenerates ``functions/data/evalset.jsonl``),
-``_functions_bench`` (plan the eval set with a catalog model), ``_stress`` (built-in tools plus 400 BFCL distractors).
+``_functions_bench`` (plan the eval set with a catalog model), ``_stress`` (built-in tools plus 400 BFCL distractors),
+``_foreign`` (registries the team did not write: BFCL multi-turn suites as single requests, and BFCL live).
 
 Nothing heavy is imported here; models and llama.cpp load only when a run starts.
 """
@@ -14,6 +15,18 @@ from __future__ import annotations
 
 from . import bfcl
 from ._evalcheck import check_case, check_evalset, iso_when
+from ._foreign import (
+    MULTI_TURN_SUITES,
+    ForeignCase,
+    default_agent_factory,
+    live_cases,
+    load_multi_turn_cases,
+    parse_ground_truth_call,
+    plan_live,
+    plan_multi_turn,
+    suite_functions,
+    summarize,
+)
 from ._functions_bench import EXAMPLE_CATEGORIES, default_examples, run_functions_benchmark
 from ._planning import planning_accuracy
 from ._scoring import (
@@ -31,20 +44,30 @@ from ._stress import load_distractors, stress_registry
 __all__ = [
     "planning_accuracy",
     "EXAMPLE_CATEGORIES",
+    "MULTI_TURN_SUITES",
     "EvalCase",
+    "ForeignCase",
     "Planner",
     "bfcl",
     "check_case",
     "check_evalset",
     "dag_success",
+    "default_agent_factory",
     "default_evalset_path",
     "default_examples",
     "evaluate",
     "iso_when",
+    "live_cases",
     "load_distractors",
     "load_evalset",
+    "load_multi_turn_cases",
+    "parse_ground_truth_call",
+    "plan_live",
+    "plan_multi_turn",
     "run_functions_benchmark",
     "score",
     "stress_registry",
     "strict_success",
+    "suite_functions",
+    "summarize",
 ]

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import BfclDataError, ConfigurationError
 
-__all__ = ["BFCL_VERSION", "CATEGORIES", "DEFAULT_CATEGORIES", "BfclCase", "ensure_data", "load_cases"]
+__all__ = [
+    "BFCL_VERSION", "CATEGORIES", "DEFAULT_CATEGORIES", "LIVE_CATEGORIES", "PARITIES", "BfclCase", "Parity",
+    "case_index", "check_parity", "ensure_data", "load_cases", "parity_matches",
+]
 
 logger = logging.getLogger("tinyagent.evals.bfcl")
 
@@ -30,6 +34,15 @@ DEFAULT_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multipl
 CATEGORIES = (*DEFAULT_CATEGORIES, "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
               "live_irrelevance")
 """Every single-turn Python category this checker supports."""
+
+LIVE_CATEGORIES = ("live_simple", "live_multiple", "live_irrelevance")
+"""The live categories the held-out BFCL score averages beside :data:`DEFAULT_CATEGORIES`."""
+
+Parity = Literal["even", "odd", "all"]
+PARITIES: tuple[Parity, ...] = ("even", "odd", "all")
+"""Which cases to load by the parity of their index (odd-indexed cases are kept for judging)."""
+
+_INDEX = re.compile(r"\d+")
 
 _WHEEL_NAME = f"bfcl_eval-{BFCL_VERSION}-py3-none-any.whl"
 _DATA_PREFIX = "bfcl_eval/data/"
@@ -115,6 +128,38 @@ def ensure_data(cache_dir: str | Path | None = None) -> Path:
     return wheel
 
 
+def case_index(case_id: str) -> int:
+    """The index of a BFCL case: the first number in its id (``simple_python_49`` -> 49,
+    ``live_simple_57-26-1`` -> 57).
+
+    Raises:
+        BfclDataError: the id holds no number.
+    """
+    found = _INDEX.search(case_id)
+    if found is None:
+        raise BfclDataError(f"BFCL case id {case_id!r} holds no index number")
+    return int(found.group())
+
+
+def check_parity(parity: str) -> Parity:
+    """``parity`` as a :data:`Parity`.
+
+    Raises:
+        ConfigurationError: it is not ``even``, ``odd`` or ``all``.
+    """
+    for known in PARITIES:
+        if parity == known:
+            return known
+    raise ConfigurationError(f"unknown index parity {parity!r}; choose from {list(PARITIES)}")
+
+
+def parity_matches(case_id: str, parity: Parity) -> bool:
+    """Whether the case with this id is loaded under ``parity``."""
+    if parity == "all":
+        return True
+    return (case_index(case_id) % 2 == 0) == (parity == "even")
+
+
 class _DataSource:
     """Reads ``BFCL_v4_<category>.json`` and its possible answers from a wheel or a folder."""
 
@@ -141,7 +186,8 @@ class _DataSource:
             )
         self.path = path
 
-    def read_lines(self, name: str) -> list[dict[str, Any]] | None:
+    def read_lines(self, name: str, key: str = "id") -> list[dict[str, Any]] | None:
+        """The JSON lines of ``name`` (each an object holding ``key``), or None when the file is missing."""
         text: str | None = None
         if self._zip is not None:
             try:
@@ -161,7 +207,7 @@ class _DataSource:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise BfclDataError(f"{self.path}: {name} line {number} is not JSON: {exc}") from exc
-            if not isinstance(row, dict) or "id" not in row:
+            if not isinstance(row, dict) or key not in row:
                 raise BfclDataError(f"{self.path}: {name} line {number} is not a BFCL entry")
             rows.append(row)
         return rows
@@ -177,6 +223,7 @@ def load_cases(
     limit: int | None = None,
     *,
     language_hint: bool = True,
+    parity: Parity = "all",
 ) -> list[BfclCase]:
     """Load BFCL cases, in BFCL's order, the first ``limit`` of each category.
 
@@ -187,14 +234,17 @@ def load_cases(
         limit: at most this many cases per category; None for all.
         language_hint: append BFCL's "Note that the provided function is in Python 3 syntax." to each function
             description, as BFCL's own inference does.
+        parity: ``"even"`` or ``"odd"`` keeps only cases whose index (:func:`case_index`) has that parity, before
+            ``limit`` applies; the others are never built. ``"all"`` keeps every case.
 
     Returns:
         The cases, category by category.
 
     Raises:
-        ConfigurationError: an unknown category or a negative limit.
+        ConfigurationError: an unknown category or parity, or a negative limit.
         BfclDataError: the data is missing or malformed.
     """
+    parity = check_parity(parity)
     wanted = list(dict.fromkeys(categories))
     unknown = [c for c in wanted if c not in CATEGORIES]
     if unknown:
@@ -206,17 +256,19 @@ def load_cases(
     try:
         cases: list[BfclCase] = []
         for category in wanted:
-            cases.extend(_load_category(source, category, limit, language_hint))
+            cases.extend(_load_category(source, category, limit, language_hint, parity))
         return cases
     finally:
         source.close()
 
 
-def _load_category(source: _DataSource, category: str, limit: int | None, language_hint: bool) -> list[BfclCase]:
+def _load_category(source: _DataSource, category: str, limit: int | None, language_hint: bool,
+                   parity: Parity) -> list[BfclCase]:
     name = f"BFCL_v4_{category}.json"
     entries = source.read_lines(name)
     if entries is None:
         raise BfclDataError(f"{source.path} has no {name}; is it the bfcl-eval {BFCL_VERSION} data?")
+    entries = [e for e in entries if parity_matches(str(e["id"]), parity)]
     if limit is not None:
         entries = entries[:limit]
     answers: dict[str, Any] = {}

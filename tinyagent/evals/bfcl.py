@@ -32,7 +32,20 @@ from typing import TYPE_CHECKING, Any, cast
 from .._plan import Ref, find_refs
 from ..errors import BfclDataError, ConfigurationError, TinyAgentError
 from ._bfcl_ast import check_calls, standardize_string
-from ._bfcl_data import BFCL_VERSION, CATEGORIES, DEFAULT_CATEGORIES, BfclCase, ensure_data, load_cases
+from ._bfcl_data import (
+    BFCL_VERSION,
+    CATEGORIES,
+    DEFAULT_CATEGORIES,
+    LIVE_CATEGORIES,
+    PARITIES,
+    BfclCase,
+    Parity,
+    case_index,
+    check_parity,
+    ensure_data,
+    load_cases,
+    parity_matches,
+)
 
 if TYPE_CHECKING:
     from ..models import Model
@@ -41,18 +54,24 @@ __all__ = [
     "BFCL_VERSION",
     "CATEGORIES",
     "DEFAULT_CATEGORIES",
+    "LIVE_CATEGORIES",
+    "PARITIES",
     "BfclCase",
     "BfclDataError",
     "CaseResult",
     "CategoryScore",
+    "Parity",
     "Predict",
     "Report",
     "SdkPredictor",
     "arun_bfcl",
+    "case_index",
     "check_case",
+    "check_parity",
     "ensure_data",
     "eval_bfcl",
     "load_cases",
+    "parity_matches",
     "run_bfcl",
     "standardize_string",
     "write_jsonl",
@@ -375,6 +394,7 @@ def eval_bfcl(
     model: Model | None = None,
     today: dt.date | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
+    parity: Parity = "all",
 ) -> Report:
     """Run tinyagent's planner over BFCL and score it: what ``tinyagent eval bfcl`` does.
 
@@ -387,16 +407,18 @@ def eval_bfcl(
         model: a ready model to use instead of loading one.
         today: the date the planner is told.
         on_result: called after each case.
+        parity: ``"even"``, ``"odd"`` or ``"all"``: which cases to load by the parity of their index (see
+            :func:`load_cases`).
 
     Returns:
         The report; :meth:`Report.rows` holds the table.
 
     Raises:
-        ConfigurationError: a bad category, path or model name.
+        ConfigurationError: a bad category, parity, path or model name.
         BfclDataError: the data cannot be found or downloaded.
         ModelError: the model cannot be loaded.
     """
-    cases = load_cases(ensure_data() if data_dir is None else data_dir, categories, limit)
+    cases = load_cases(ensure_data() if data_dir is None else data_dir, categories, limit, parity=parity)
     owned = model is None
     if model is None:
         from ..models import load_model

@@ -25,15 +25,21 @@ def eval_bfcl_cmd(
     ctx: typer.Context,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="BFCL data (the bfcl-eval wheel or folder).")]
     = None,
-    categories: Annotated[str, typer.Option(help="Comma-separated categories.")] =
+    categories: Annotated[str, typer.Option(help=(
+        "Comma-separated categories: simple_python, multiple, parallel, parallel_multiple, irrelevance, "
+        "live_simple, live_multiple, live_irrelevance (also live_parallel, live_parallel_multiple)."))] =
     "simple_python,multiple,parallel,parallel_multiple,irrelevance",
-    limit: Annotated[int | None, typer.Option(help="Cases per category.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Cases per category (after the parity filter).")] = None,
+    index_parity: Annotated[str, typer.Option(
+        "--index-parity", help="even, odd or all: keep cases whose index (first number in the id) has that parity."
+    )] = "all",
     output: Annotated[Path | None, typer.Option(help="Predictions JSONL.")] = None,
 ) -> None:
     """Run the planner over BFCL and print accuracy per category."""
     st = state(ctx)
     bfcl = optional("tinyagent.evals.bfcl", "the BFCL evaluation (tinyagent.evals.bfcl)")
     cats = [c.strip() for c in categories.split(",") if c.strip()]
+    parity = bfcl.check_parity(index_parity)
     model = st.model()
     with progress(st) as bar:
         task = bar.add_task("BFCL", total=None)
@@ -42,7 +48,7 @@ def eval_bfcl_cmd(
             bar.update(task, advance=1, description=f"BFCL {getattr(result, 'category', '')}")
 
         report = bfcl.eval_bfcl(data_dir, cats, limit, writable(output) if output else None, model=model,
-                                today=st.today, on_result=tick)
+                                today=st.today, on_result=tick, parity=parity)
     if st.json:
         st.emit_json(report.to_dict())
         return

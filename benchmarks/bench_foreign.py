@@ -1,0 +1,162 @@
+"""Planning on registries the team did not write: BFCL multi-turn API suites and BFCL live, even-indexed cases only.
+
+Registries (``--registries``, comma-separated):
+
+* ``mt_<suite>`` for a BFCL multi-turn suite (``mt_gorilla_file_system``, ``mt_vehicle_control``, ``mt_trading_bot``,
+  ``mt_travel_booking``, ``mt_message_api``, ``mt_posting_api``, ``mt_ticket_api``, ``mt_math_api``): one request
+  per even-indexed multi-turn base case that involves the suite (its first user turn), the gold plan being BFCL's
+  ground-truth calls for that turn; scored with the project's DAG and strict metrics.
+* ``bfcl_live``: even-indexed live_simple / live_multiple / live_irrelevance cases, scored with BFCL's AST checker
+  (``strict``); ``dag`` is "the same function names as the answer".
+
+Usage (heavy: run it alone, under the shared lock)::
+
+    flock /tmp/tinyagent-heavy.lock python benchmarks/bench_foreign.py
+    python benchmarks/bench_foreign.py --model smollm2-135m --limit 2 --registries mt_gorilla_file_system,bfcl_live
+    python benchmarks/bench_foreign.py --distill            # also the distillation row (about an hour)
+
+Writes ``benchmarks/results/foreign.json``: ``{"registries": {name: {"dag", "strict", "no_tool", "p50_s", "p95_s",
+"prompt_tokens", "n", ...}}, "distillation": {"registry", "base_acc", "tuned_acc", "teacher_acc", "n", "status"},
+"machine": {...}, "settings": {...}, "cases": {name: [...]}}``. Rates are 0 to 1; ``no_tool`` is None for a
+registry with no no-call cases. Odd-indexed cases are never loaded (they are kept for judging).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tinyagent.evals import (
+    ForeignCase,
+    bfcl,
+    default_agent_factory,
+    live_cases,
+    load_multi_turn_cases,
+    plan_live,
+    plan_multi_turn,
+    suite_functions,
+    summarize,
+)
+from tinyagent.models import load_model
+
+RESULTS = Path(__file__).parent / "results" / "foreign.json"
+TODAY = dt.date(2026, 11, 30)
+DEFAULT_REGISTRIES = ("mt_gorilla_file_system", "mt_vehicle_control", "mt_trading_bot", "mt_travel_booking",
+                      "bfcl_live")
+LIVE = "bfcl_live"
+DISTILL_SUITE = "gorilla_file_system"
+
+
+def machine(stage: str, into: dict[str, Any]) -> None:
+    load = os.getloadavg()
+    into[f"loadavg_{stage}"] = [round(x, 2) for x in load]
+    into["nproc"] = os.cpu_count()
+
+
+def run_registries(model_name: str, names: list[str], data: Path, limit: int, threads: int) -> dict[str, Any]:
+    model = load_model(model_name, n_threads=threads)
+    make_agent = default_agent_factory(model)
+    rows: dict[str, list[dict[str, Any]]] = {}
+
+    async def go() -> None:
+        try:
+            for name in names:
+                if name == LIVE:
+                    cases = live_cases(data, limit, parity="even")
+                    rows[name] = await plan_live(cases, make_agent, model=model, today=TODAY, registry=name)
+                else:
+                    suite = name.removeprefix("mt_")
+                    mt = load_multi_turn_cases(data, [suite], limit, parity="even", today=TODAY)
+                    rows[name] = await plan_multi_turn(mt, make_agent, model=model, registry=name)
+                print(f"{name}: {json.dumps(summarize(rows[name]))}", file=sys.stderr, flush=True)
+        finally:
+            await model.aclose()
+
+    asyncio.run(go())
+    return rows
+
+
+def distill_cases(data: Path, suite: str) -> tuple[list[dict[str, Any]], list[ForeignCase]]:
+    """The suite's own tools (OpenAI format) and its even-indexed requests whose gold calls use only those tools."""
+    functions = suite_functions(data, suite)
+    names = {str(f["name"]) for f in functions}
+    cases = load_multi_turn_cases(data, [suite], None, parity="even", today=TODAY)
+    held = [c for c in cases if c.case.calls and all(call["name"] in names for call in c.case.calls)]
+    return [{"type": "function", "function": f} for f in functions], held
+
+
+def run_distillation(data: Path, teacher: str, student: str, threads: int, work: Path) -> dict[str, Any]:
+    """Distil the suite's tools with ``tinyagent.apps.finetune_on_device.run`` and score base, tuned and teacher."""
+    from tinyagent.apps.finetune_on_device import OnDeviceSettings, run
+    from tinyagent.evals import planning_accuracy
+    from tinyagent.models import ModelCatalog
+
+    tools, held = distill_cases(data, DISTILL_SUITE)
+    work.mkdir(parents=True, exist_ok=True)
+    tools_file, eval_file = work / "tools.json", work / "eval.jsonl"
+    tools_file.write_text(json.dumps(tools, indent=1), encoding="utf-8")
+    eval_file.write_text("".join(json.dumps(c.case.to_json()) + "\n" for c in held), encoding="utf-8")
+    report = run(OnDeviceSettings(tools=str(tools_file), teacher=teacher, student=student, work=work / "run",
+                                  eval_set=eval_file, threads=threads))
+    from tinyagent import ToolRegistry
+
+    teacher_acc = planning_accuracy(ModelCatalog().path(teacher), [c.case for c in held],
+                                    list(ToolRegistry.from_openai(tools)), n_threads=threads)
+    after = (report.get("eval_after") or {}).get("adapter") or {}
+    return {"registry": f"mt_{DISTILL_SUITE}", "base_acc": (report.get("eval_before") or {}).get("dag_success"),
+            "tuned_acc": after.get("dag_success"), "teacher_acc": teacher_acc.get("dag_success"), "n": len(held),
+            "teacher": teacher, "student": student, "status": "run", "report": str(work / "run" / "report.json")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="planner (catalog name or .gguf)")
+    parser.add_argument("--limit", type=int, default=30, help="cases per registry (default 30)")
+    parser.add_argument("--registries", default=",".join(DEFAULT_REGISTRIES), help="comma-separated registries")
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    parser.add_argument("--data-dir", type=Path, default=None, help="bfcl-eval wheel or folder (default: download)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--distill", action="store_true",
+                        help="also run the distillation row (finetune_on_device on mt_gorilla_file_system; ~1 h)")
+    parser.add_argument("--teacher", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--student", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--work", type=Path, default=Path("tinyagent-foreign-distill"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    names = [n.strip() for n in args.registries.split(",") if n.strip()]
+    data = args.data_dir or bfcl.ensure_data()
+    info: dict[str, Any] = {}
+    machine("before", info)
+    start = time.perf_counter()
+    rows = run_registries(args.model, names, data, args.limit, args.threads)
+    distillation: dict[str, Any] = {"registry": f"mt_{DISTILL_SUITE}", "base_acc": None, "tuned_acc": None,
+                                    "teacher_acc": None, "n": None,
+                                    "status": "not run: pass --distill (about an hour on 2 cores)"}
+    if args.distill:
+        distillation = run_distillation(data, args.teacher, args.student, args.threads, args.work)
+    machine("after", info)
+    result = {
+        "registries": {name: summarize(r) for name, r in rows.items()},
+        "distillation": distillation,
+        "machine": info,
+        "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "parity": "even",
+                     "today": TODAY.isoformat(), "bfcl_eval": bfcl.BFCL_VERSION, "date": dt.date.today().isoformat(),
+                     "seconds": round(time.perf_counter() - start, 1)},
+        "cases": rows,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({"registries": result["registries"], "distillation": distillation}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

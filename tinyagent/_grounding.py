@@ -592,3 +592,4 @@ def grounding_note(values: Sequence[GroundedValue]) -> str:
     if not lines:
         return ""
     return "Resolved from the request (use these exact values):\n" + "\n".join(lines)
+

@@ -12,10 +12,12 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._grounding import ground, values_for_parameter
 from ._plan import Example, Plan
 from ._tools import Tool
 
 __all__ = [
+    "grounding_for",
     "build_joiner_followup",
     "build_joiner_messages",
     "build_planner_messages",
@@ -292,3 +294,23 @@ def build_joiner_messages(
     steps = data_block(observations, boundary)
     user = f"{context}Today is {today.isoformat()}.\nRequest: {query}\nActions and results:\n{steps}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def grounding_for(request: str, today: dt.date, tools: Iterable[Tool], *, now: dt.time | None = None) -> str:
+    """The planner's note of the dates and times in ``request``, resolved against ``today``; "" when there are none.
+
+    Each value is shown as ISO and, where the offered tools' date parameters ask for another format (read from
+    their schemas and descriptions, never their names), in that format too, so the planner can copy it as it is.
+    """
+    values = [v for v in ground(request, today, now=now) if v.kind in ("date", "datetime", "time")]
+    if not values:
+        return ""
+    params = [(schema, str(schema.get("description", ""))) for tool in tools
+              for schema in tool.parameters.get("properties", {}).values() if isinstance(schema, Mapping)]
+    lines = []
+    for v in values:
+        shown = [v.value]
+        for schema, description in params:
+            shown += [lit for lit in values_for_parameter([v], schema, description) if lit not in shown]
+        lines.append(f'- "{v.text}" = {" = ".join(shown)}')
+    return "Dates and times in the request, resolved (use these exact values):\n" + "\n".join(lines)

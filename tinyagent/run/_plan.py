@@ -9,11 +9,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from .._events import StepPlanned
-from .._grounding import grounding_for
 from .._grammar import plan_grammar
 from .._plan import END_OF_PLAN, JOIN, Call, Plan
 from .._plan_parser import PlanStreamParser
-from .._prompts import build_planner_messages
+from .._prompts import build_planner_messages, grounding_for
 from .._routing_base import RoutingHook, Stage
 from .._tools import Tool
 from ..errors import BudgetExceeded

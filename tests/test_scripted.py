@@ -11,9 +11,9 @@ import tinyagent.models
 from tinyagent import Agent, tool
 from tinyagent._plan_parser import parse_plan
 from tinyagent.errors import ConfigurationError, ModelRequestsBlocked, TinyAgentError
-from tinyagent.models import ModelRequest, Preference, ScriptedModel
+from tinyagent.models import ModelRequest, Preference, ScriptedModel, TestModel
 from tinyagent.models._base import check_allowed
-from tinyagent.models._test_model import TestModel, example_value, required_args
+from tinyagent.models._test_model import example_value, required_args
 from tinyagent.routing import EscalationThresholds, LocalFirst, Router
 
 DAY = dt.date(2026, 12, 1)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import Completion, Model, ModelRequest, Preference, Pricing, Usage
 from ._scripted import ScriptedModel
+from ._test_model import TestModel
 
 if TYPE_CHECKING:
     from ._cache import cache_dir
@@ -42,6 +43,7 @@ __all__ = [
     "OpenAIModel",
     "Pricing",
     "ScriptedModel",
+    "TestModel",
     "Usage",
     "cache_dir",
     "cpu_features",

@@ -42,7 +42,7 @@ from ._plan import Call, Ref
 from ._text import strip_accents
 from ._tools import Tool
 
-__all__ = ["Provenance", "risky_targets"]
+__all__ = ["Provenance", "leaves", "risky_targets"]
 
 USER = "user"
 _MAX_ATOM = 200
@@ -89,13 +89,14 @@ def _atoms(value: Any) -> list[str] | None:
     return None
 
 
-def _leaves(value: Any) -> Iterator[Any]:
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside nested dicts, lists and tuples, in order."""
     if isinstance(value, Mapping):
         for v in value.values():
-            yield from _leaves(v)
+            yield from leaves(v)
     elif isinstance(value, list | tuple):
         for v in value:
-            yield from _leaves(v)
+            yield from leaves(v)
     else:
         yield value
 
@@ -145,7 +146,7 @@ class Provenance:
             if atoms is not None:
                 resolved[sid] = [_norm(a) for a in atoms]
             data[sid] = _norm(_text_of(rec.result) + " " + (rec.error or ""))
-        return {name: _worst(self._leaf(v, resolved, data) for v in _leaves(value))
+        return {name: _worst(self._leaf(v, resolved, data) for v in leaves(value))
                 for name, value in call.args.items()}
 
     def _leaf(self, value: Any, resolved: Mapping[int, list[str]], data: Mapping[int, str]) -> str:

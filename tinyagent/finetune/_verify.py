@@ -47,6 +47,7 @@ from typing import Any
 from .._grammar import GrammarOptions, plan_grammar
 from .._plan import END_OF_PLAN, Call, Plan, find_refs
 from .._plan_parser import check_call, parse_plan
+from .._provenance import leaves
 from .._schema import SchemaValidationError, validate_value
 from .._text import strip_accents
 from .._tools import Tool
@@ -276,7 +277,7 @@ class Verifier:
         if len(plan.calls) > opts.max_steps:
             return f"{len(plan.calls)} steps; the plan grammar allows {opts.max_steps}"
         for call in plan.calls:
-            for value in _leaves(call.args):
+            for value in leaves(call.args):
                 if isinstance(value, str) and len(value) > opts.max_string_chars:
                     return f"step {call.id}: a string of {len(value)} characters (cap {opts.max_string_chars})"
             for value in _lists(call.args):
@@ -301,17 +302,6 @@ def _check_dag(plan: Plan) -> None:
             if ref.step >= call.id:
                 raise PlanValidationError(f"reference ${ref.step} is not to an earlier step", step=call.id)
     plan.topological_order()
-
-
-def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
 
 
 def _lists(value: Any) -> Iterable[list[Any] | tuple[Any, ...]]:
@@ -362,7 +352,7 @@ def relative_date_problem(query: str, today: dt.date, plan: Plan) -> str:
         return ""
     dates = set()
     for call in plan.calls:
-        for value in _leaves(call.args):
+        for value in leaves(call.args):
             if isinstance(value, str) and (m := _ISO_DATE.match(value.strip())):
                 try:
                     dates.add(dt.date.fromisoformat(m.group(1)))
@@ -383,7 +373,7 @@ def fix_relative_date(query: str, today: dt.date, plan: Plan) -> Plan | None:
     wanted = expected_dates(query, today)
     if not wanted:
         return None
-    dates = {m.group(1) for call in plan.calls for value in _leaves(call.args)
+    dates = {m.group(1) for call in plan.calls for value in leaves(call.args)
              if isinstance(value, str) and (m := _ISO_DATE.match(value.strip()))}
     if len(dates) != 1:
         return None
@@ -425,7 +415,7 @@ def ungrounded_problem(query: str, plan: Plan) -> str:
     digits = re.sub(r"\D", "", query)
     for call in plan.calls:
         for key, value in call.args.items():
-            for leaf in _leaves(value):
+            for leaf in leaves(value):
                 if not isinstance(leaf, str):
                     continue
                 text = leaf.strip()

@@ -297,49 +297,31 @@ class OpenAIModel(Model):
 
     def _endpoint_error(self, openai: Any, exc: Exception) -> EndpointError:
         """The typed, one-line error for a failure of the SDK or the transport during one attempt."""
-        if isinstance(exc, TimeoutError):
-            return EndpointError(
-                f"{self.name}: no complete reply within {self.timeout:g} s from {self._where()}; "
-                "the server is slow or overloaded: raise timeout= or try later",
-                status=None,
-                retryable=True,
-            )
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, openai.APIStatusError):  # never a TimeoutError, so checking it first changes nothing
             return _status_error(self.name, self._where(), exc, self.api_key_env)
-        if isinstance(exc, openai.APITimeoutError):
-            return EndpointError(
-                f"{self.name}: request to {self._where()} timed out after {self.timeout:g} s; "
-                "raise timeout= or check the server",
-                status=None,
-                retryable=True,
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return EndpointUnreachable(
-                f"{self.name}: cannot reach {self._where()} ({_cause(exc)}); check the URL and that the server "
-                "is running, or route to the local model",
-                status=None,
-                retryable=True,
-            )
-        if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError | UnicodeDecodeError):
-            return MalformedReply(
-                f"{self.name}: {self._where()} sent a body that is not a chat completion ({type(exc).__name__}); "
-                "check that base_url points at an OpenAI-compatible /v1 endpoint",
-                status=None,
-                retryable=False,
-            )
-        if isinstance(exc, openai.APIError):
-            return EndpointError(
-                f"{self.name}: {self._where()} reported an error: {_short(getattr(exc, 'message', str(exc)))}",
-                status=None,
-                retryable=False,
-            )
-        retryable = _is_transport_error(exc)
-        cls = EndpointError if retryable else MalformedReply
-        return cls(
-            f"{self.name}: the call to {self._where()} failed: {type(exc).__name__}: {_short(str(exc))}",
-            status=None,
-            retryable=retryable,
-        )
+        cls: type[EndpointError] = EndpointError
+        if isinstance(exc, TimeoutError):
+            retryable, message = True, (f"no complete reply within {self.timeout:g} s from {self._where()}; "
+                                        "the server is slow or overloaded: raise timeout= or try later")
+        elif isinstance(exc, openai.APITimeoutError):
+            retryable, message = True, (f"request to {self._where()} timed out after {self.timeout:g} s; "
+                                        "raise timeout= or check the server")
+        elif isinstance(exc, openai.APIConnectionError):
+            cls, retryable = EndpointUnreachable, True
+            message = (f"cannot reach {self._where()} ({_cause(exc)}); check the URL and that the server is running, "
+                       "or route to the local model")
+        elif isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError | UnicodeDecodeError):
+            cls, retryable = MalformedReply, False
+            message = (f"{self._where()} sent a body that is not a chat completion ({type(exc).__name__}); "
+                       "check that base_url points at an OpenAI-compatible /v1 endpoint")
+        elif isinstance(exc, openai.APIError):
+            retryable = False
+            message = f"{self._where()} reported an error: {_short(getattr(exc, 'message', str(exc)))}"
+        else:
+            retryable = _is_transport_error(exc)
+            cls = EndpointError if retryable else MalformedReply
+            message = f"the call to {self._where()} failed: {type(exc).__name__}: {_short(str(exc))}"
+        return cls(f"{self.name}: {message}", status=None, retryable=retryable)
 
     def _completion(self, request: ModelRequest, reply: _Reply) -> Completion:
         """The finished reply (usage bounded when the server reported none); a stream without chunks is malformed."""

@@ -342,7 +342,8 @@ def train(
         last = _last_checkpoint(checkpoints)
         resumed_from = int(last.name[11:]) if last is not None else 0
         estimate = None
-        if cfg.probe if cfg.probe is not None else (total_steps - resumed_from) > 10:
+        do_probe = cfg.probe if cfg.probe is not None else (total_steps - resumed_from) > 10
+        if do_probe:
             estimate = _estimate(torch, trainer, progress, max(0, total_steps - resumed_from), threads, qlora)
         has_eval = cfg.eval_loss and bool(valid_rows)
         eval_before = _eval_loss_before(trainer, state, out, measure=has_eval and resumed_from == 0)

@@ -53,11 +53,7 @@ KNOWN_OFFENDERS: dict[str, set[str]] = {
     "private": set(),
     "cycles": set(),
     "module_size": set(),
-    "function_size": {
-        "tinyagent.finetune._distill:distill",  # [finetune]
-        "tinyagent.finetune._train:train",  # [finetune]
-        "tinyagent.models._openai:_attempt",  # [models]
-    },
+    "function_size": set(),
     "exports": set(),
     "errors": set(),
 }

@@ -1,7 +1,7 @@
 """Worked examples most similar to a request: hashed word features and the example selector.
 
 The agent's default way to pick few-shot examples from a pool larger than the prompt takes, without a retriever.
-:mod:`tinyagent.retrieval` builds on the same features (its copies should import these: see the integration notes).
+This is the one implementation: :mod:`tinyagent.retrieval` re-exports these names and builds on the same features.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ Embed = Callable[[Sequence[str]], Any]
 _HASH_DIM = 1024  # enough for a pool of short requests; keeps the similarity product small
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
-# Small on purpose: words that say nothing about which tool is meant. "me", "my" and "to" stay out of the index
-# but not out of the classifier's features, which learns its own weights.
+
+
 def _split_identifier(name: str) -> str:
     return _CAMEL.sub(" ", name).replace("_", " ").replace(".", " ").replace("-", " ")
 
@@ -64,6 +64,7 @@ def hashed_features(texts: Iterable[str], dim: int = HASH_DIM) -> Any:
         if norm > 0:
             out[i] /= norm
     return out
+
 
 class ExampleSelector:
     """Chooses the few-shot examples for a request: the most similar ones whose tools are all offered.

@@ -33,6 +33,7 @@ from ._base_model import BaseModel, resolve_base
 from ._files import atomic_write_json, read_json
 from ._jsonl import read_jsonl
 from ._progress import ProgressCallback, ProgressEvent, emit
+from ._trainer import Reporter, fit_rows, load_model, load_tokenizer, make_trainer, probe, sft_config
 
 __all__ = ["TrainConfig", "TrainResult", "load_chat_records", "to_prompt_completion", "train"]
 
@@ -314,33 +315,80 @@ def train(
         TrainingError: loading or training failed.
     """
     cfg = config or TrainConfig()
-    # Bad data fails fast, before the heavy imports and the base model.
+    rows, valid_rows = _training_rows(data, valid)  # bad data fails fast, before the heavy imports and the base model
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    torch, transformers, peft, trl, datasets = _import_stack()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    threads, cuda, qlora = _hardware(torch, cfg)
+    model_base = base if isinstance(base, BaseModel) else _resolve_quietly(base)
+
+    adapter_dir, checkpoints = out / "adapter", out / "checkpoints"
+    state = _run_state(out, _fingerprint(cfg, model_base, rows), resume, adapter_dir, checkpoints)
+    if (done := _already_trained(state, adapter_dir)) is not None:
+        return done
+    state.update(config=cfg.to_json(), base=model_base.to_json())
+    atomic_write_json(out / _STATE, state)
+
+    with quiet_libraries():
+        tokenizer = load_tokenizer(transformers, model_base)
+        rows, valid_rows, dropped = fit_rows(tokenizer, rows, valid_rows, cfg.max_length)
+        model = load_model(torch, transformers, peft, model_base, qlora, cuda, cfg)
+        quantized = sum(1 for m in model.modules() if type(m).__name__ == "Linear4bit")
+        reporter = Reporter(progress)
+        trainer = make_trainer(sft_config(torch, trl, cfg, checkpoints, cuda), transformers, peft, trl, datasets,
+                                model, tokenizer, cfg, rows, valid_rows, reporter)
+        total_steps = _planned_steps(cfg, len(rows))
+        last = _last_checkpoint(checkpoints)
+        resumed_from = int(last.name[11:]) if last is not None else 0
+        estimate = None
+        do_probe = cfg.probe if cfg.probe is not None else (total_steps - resumed_from) > 10
+        if do_probe:
+            estimate = _estimate(torch, trainer, progress, max(0, total_steps - resumed_from), threads, qlora)
+        has_eval = cfg.eval_loss and bool(valid_rows)
+        eval_before = _eval_loss_before(trainer, state, out, measure=has_eval and resumed_from == 0)
+        train_seconds = _run_trainer(trainer, last)
+        eval_after = _evaluate(trainer) if has_eval else None
+        trainer.model.save_pretrained(str(adapter_dir))
+        tokenizer.save_pretrained(str(adapter_dir))
+
+    losses = [(int(e["step"]), float(e["loss"])) for e in trainer.state.log_history if "loss" in e and "step" in e]
+    result = TrainResult(
+        adapter_dir=adapter_dir, base=model_base, global_step=int(trainer.state.global_step),
+        resumed_from=resumed_from, losses=losses, eval_loss_before=eval_before, eval_loss_after=eval_after,
+        sec_per_step=reporter.mean_step_seconds(), estimated_sec_per_step=estimate, train_seconds=train_seconds,
+        examples=len(rows), dropped_too_long=dropped, threads=threads, qlora=qlora, device="cuda" if cuda else "cpu",
+        quantized_modules=quantized,
+    )
+    _save_result(out, state, result)
+    return result
+
+
+def _training_rows(
+    data: str | Path | Sequence[Mapping[str, Any]], valid: Sequence[Mapping[str, Any]] | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The training and held-out records as prompt/completion rows; no training rows is an error."""
     train_records, folder_valid = load_chat_records(data)
     valid_records = list(valid) if valid is not None else folder_valid
     rows = [to_prompt_completion(r) for r in train_records]
     valid_rows = [to_prompt_completion(r) for r in valid_records]
     if not rows:
         raise ConfigurationError("no training examples (the data set is empty); distill more data first")
+    return rows, valid_rows
 
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    torch, transformers, peft, trl, datasets = _import_stack()
+
+def _hardware(torch: Any, cfg: TrainConfig) -> tuple[int, bool, bool]:
+    """Sets torch's thread count; returns it, whether CUDA is there, and whether to train QLoRA."""
     from ..models import free_cores
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     threads = cfg.threads or free_cores()
     torch.set_num_threads(threads)
     cuda = bool(torch.cuda.is_available())
-    qlora = cfg.qlora if cfg.qlora is not None else cuda
-    if isinstance(base, BaseModel):
-        model_base = base
-    else:
-        with quiet_libraries():
-            model_base = resolve_base(base)
+    return threads, cuda, cfg.qlora if cfg.qlora is not None else cuda
 
-    fingerprint = _fingerprint(cfg, model_base, rows)
-    adapter_dir = out / "adapter"
-    checkpoints = out / "checkpoints"
+
+def _run_state(out: Path, fingerprint: str, resume: bool, adapter_dir: Path, checkpoints: Path) -> dict[str, Any]:
+    """The run's saved state (resuming a different fingerprint is an error), or a fresh one with files deleted."""
     state = read_json(out / _STATE, {}) or {}
     if state and state.get("fingerprint") != fingerprint:
         if resume:
@@ -351,159 +399,67 @@ def train(
         shutil.rmtree(checkpoints, ignore_errors=True)
         shutil.rmtree(adapter_dir, ignore_errors=True)
         state = {}
-    if state.get("done") and (adapter_dir / ADAPTER_INFO).is_file():
-        result = TrainResult.from_json(state["result"])
-        result.already_done = True
-        log.info("%s is already trained for this configuration; nothing to do", adapter_dir)
-        return result
-    state.update(fingerprint=fingerprint, config=cfg.to_json(), base=model_base.to_json())
-    atomic_write_json(out / _STATE, state)
+    state["fingerprint"] = fingerprint
+    return state
 
+
+def _resolve_quietly(base: str | Path) -> BaseModel:
     with quiet_libraries():
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_base.hf_dir))
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        rows, dropped = _fit_length(tokenizer, rows, cfg.max_length)
-        valid_rows, _ = _fit_length(tokenizer, valid_rows, cfg.max_length)
-        if not rows:
-            raise ConfigurationError(f"every example is longer than max_length={cfg.max_length} tokens; raise it")
-        model = _load_model(torch, transformers, peft, model_base, qlora, cuda, cfg)
-        quantized = sum(1 for m in model.modules() if type(m).__name__ == "Linear4bit")
-        lora = peft.LoraConfig(
-            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout, task_type="CAUSAL_LM",
-            target_modules=list(cfg.target_modules) if isinstance(cfg.target_modules, tuple) else cfg.target_modules,
-        )
-        use_bf16 = bool(cuda and torch.cuda.is_bf16_supported())
-        # transformers 5.x renamed gradient_checkpointing (a FutureWarning, and trl defaults it to True).
-        known = {f.name for f in dataclasses.fields(trl.SFTConfig)}
-        checkpointing = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
-        args = trl.SFTConfig(
-            output_dir=str(checkpoints),
-            max_steps=cfg.max_steps,
-            num_train_epochs=cfg.epochs,
-            per_device_train_batch_size=cfg.batch_size,
-            per_device_eval_batch_size=cfg.batch_size,
-            gradient_accumulation_steps=cfg.grad_accum,
-            learning_rate=cfg.learning_rate,
-            warmup_steps=cfg.warmup_ratio,  # transformers 5: a float in [0, 1) is a ratio of the steps
-            logging_steps=1,
-            save_strategy="steps",
-            save_steps=cfg.save_steps,
-            save_total_limit=cfg.save_total_limit,
-            report_to=[],
-            completion_only_loss=True,
-            max_length=cfg.max_length,
-            use_cpu=not cuda,
-            bf16=use_bf16,
-            disable_tqdm=True,
-            dataloader_num_workers=0,
-            seed=cfg.seed,
-            data_seed=cfg.seed,
-            **{checkpointing: cfg.gradient_checkpointing},
-        )
-        train_set = datasets.Dataset.from_list(rows)
-        eval_set = datasets.Dataset.from_list(valid_rows) if valid_rows else None
-        reporter = _Reporter(progress)
-        try:
-            trainer = trl.SFTTrainer(model=model, args=args, train_dataset=train_set, eval_dataset=eval_set,
-                                     processing_class=tokenizer, peft_config=lora,
-                                     callbacks=[_callback(transformers, reporter)])
-        except (ValueError, RuntimeError, TypeError) as exc:
-            raise TrainingError(f"could not set up training: {exc}") from exc
-        # With tqdm off, transformers prints every log dict to stdout; the library reports through `progress`.
-        trainer.remove_callback(transformers.PrinterCallback)
-        total_steps = _planned_steps(cfg, len(rows))
-        last = _last_checkpoint(checkpoints)
-        resumed_from = int(last.name[11:]) if last is not None else 0
-        estimate = None
-        do_probe = cfg.probe if cfg.probe is not None else (total_steps - resumed_from) > 10
-        if do_probe:
-            estimate = _probe(torch, trainer)
-            remaining = max(0, total_steps - resumed_from)
-            message = (f"about {estimate:.1f} s per step x {remaining} steps = {estimate * remaining / 60:.1f} min "
-                       f"on {threads} thread(s){' with QLoRA' if qlora else ''}")
-            log.info("training estimate: %s", message)
-            emit(progress, ProgressEvent("estimate", 0, remaining, message=message,
-                                         metrics={"sec_per_step": estimate, "steps": remaining,
-                                                  "minutes": estimate * remaining / 60}))
-        eval_before = state.get("eval_loss_before")
-        if cfg.eval_loss and eval_set is not None and eval_before is None and resumed_from == 0:
-            eval_before = _evaluate(trainer)
-            state["eval_loss_before"] = eval_before
-            atomic_write_json(out / _STATE, state)
-        if last is not None:
-            log.info("resuming training from %s", last)
-        start = time.perf_counter()
-        try:
-            trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
-        except (RuntimeError, ValueError) as exc:
-            raise TrainingError(f"training failed: {exc}") from exc
-        train_seconds = time.perf_counter() - start
-        eval_after = _evaluate(trainer) if cfg.eval_loss and eval_set is not None else None
-        trainer.model.save_pretrained(str(adapter_dir))
-        tokenizer.save_pretrained(str(adapter_dir))
+        return resolve_base(base)
 
-    losses = [(int(e["step"]), float(e["loss"])) for e in trainer.state.log_history if "loss" in e and "step" in e]
-    result = TrainResult(
-        adapter_dir=adapter_dir,
-        base=model_base,
-        global_step=int(trainer.state.global_step),
-        resumed_from=resumed_from,
-        losses=losses,
-        eval_loss_before=eval_before,
-        eval_loss_after=eval_after,
-        sec_per_step=reporter.mean_step_seconds(),
-        estimated_sec_per_step=estimate,
-        train_seconds=train_seconds,
-        examples=len(rows),
-        dropped_too_long=dropped,
-        threads=threads,
-        qlora=qlora,
-        device="cuda" if cuda else "cpu",
-        quantized_modules=quantized,
-    )
-    atomic_write_json(adapter_dir / ADAPTER_INFO, {"base": model_base.to_json(), "train": result.to_json()})
-    state.update(done=True, result=result.to_json())
-    atomic_write_json(out / _STATE, state)
-    log.info("trained %d steps in %.0f s (%.1f s/step); adapter in %s", result.global_step, train_seconds,
-             result.sec_per_step or 0.0, adapter_dir)
+
+def _already_trained(state: Mapping[str, Any], adapter_dir: Path) -> TrainResult | None:
+    """The saved result when this run already finished and its adapter is still there."""
+    if not (state.get("done") and (adapter_dir / ADAPTER_INFO).is_file()):
+        return None
+    result = TrainResult.from_json(state["result"])
+    result.already_done = True
+    log.info("%s is already trained for this configuration; nothing to do", adapter_dir)
     return result
 
 
-def _fit_length(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> tuple[list[dict[str, Any]], int]:
-    kept = []
-    for row in rows:
-        ids = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
-        n = len(ids["input_ids"]) if isinstance(ids, Mapping) else len(ids)
-        if n <= max_length:
-            kept.append(row)
-    dropped = len(rows) - len(kept)
-    if dropped:
-        log.warning("dropped %d example(s) longer than max_length=%d tokens", dropped, max_length)
-    return kept, dropped
+def _estimate(torch: Any, trainer: Any, progress: ProgressCallback | None, remaining: int, threads: int,
+              qlora: bool) -> float:
+    """Probes one step and reports the estimate for the ``remaining`` steps; returns seconds per step."""
+    estimate = probe(torch, trainer)
+    message = (f"about {estimate:.1f} s per step x {remaining} steps = {estimate * remaining / 60:.1f} min "
+               f"on {threads} thread(s){' with QLoRA' if qlora else ''}")
+    log.info("training estimate: %s", message)
+    emit(progress, ProgressEvent("estimate", 0, remaining, message=message,
+                                 metrics={"sec_per_step": estimate, "steps": remaining,
+                                          "minutes": estimate * remaining / 60}))
+    return estimate
 
 
-def _load_model(torch: Any, transformers: Any, peft: Any, base: BaseModel, qlora: bool, cuda: bool,
-                cfg: TrainConfig) -> Any:
-    kwargs: dict[str, Any] = {"dtype": torch.float32}
-    if qlora:
-        try:
-            import bitsandbytes  # noqa: F401 - only checks that the backend is installed
-        except ImportError as exc:
-            raise MissingDependencyError("bitsandbytes", "finetune") from exc
-        compute = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
-        kwargs["quantization_config"] = transformers.BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
-            bnb_4bit_use_double_quant=True,
-        )
-        kwargs["device_map"] = {"": 0} if cuda else {"": "cpu"}
+def _eval_loss_before(trainer: Any, state: dict[str, Any], out: Path, measure: bool) -> float | None:
+    """The held-out loss before training: from the run state, else measured (when ``measure``) and saved there."""
+    eval_before: float | None = state.get("eval_loss_before")
+    if measure and eval_before is None:
+        eval_before = state["eval_loss_before"] = _evaluate(trainer)
+        atomic_write_json(out / _STATE, state)
+    return eval_before
+
+
+def _save_result(out: Path, state: dict[str, Any], result: TrainResult) -> None:
+    """Writes the adapter's info file and marks the run done."""
+    info = {"base": result.base.to_json(), "train": result.to_json()}
+    atomic_write_json(result.adapter_dir / ADAPTER_INFO, info)
+    state.update(done=True, result=result.to_json())
+    atomic_write_json(out / _STATE, state)
+    log.info("trained %d steps in %.0f s (%.1f s/step); adapter in %s", result.global_step, result.train_seconds,
+             result.sec_per_step or 0.0, result.adapter_dir)
+
+
+def _run_trainer(trainer: Any, last: Path | None) -> float:
+    """Trains (from checkpoint ``last`` when there is one); returns the seconds it took."""
+    if last is not None:
+        log.info("resuming training from %s", last)
+    start = time.perf_counter()
     try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(str(base.hf_dir), **kwargs)
-    except Exception as exc:  # noqa: BLE001 - corrupt weights raise library-specific errors (e.g. SafetensorError)
-        raise TrainingError(f"could not load the base model from {base.hf_dir}: {exc}") from exc
-    if qlora:
-        model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=cfg.gradient_checkpointing)
-    return model
+        trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
+    except (RuntimeError, ValueError) as exc:
+        raise TrainingError(f"training failed: {exc}") from exc
+    return time.perf_counter() - start
 
 
 def _planned_steps(cfg: TrainConfig, n_rows: int) -> int:
@@ -513,68 +469,9 @@ def _planned_steps(cfg: TrainConfig, n_rows: int) -> int:
     return max(1, math.ceil(per_epoch * cfg.epochs))
 
 
-def _probe(torch: Any, trainer: Any) -> float:
-    """Seconds for one forward and backward pass over one batch (gradients are discarded)."""
-    model = trainer.model
-    batch = next(iter(trainer.get_train_dataloader()))
-    batch = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in batch.items()}
-    model.train()
-    start = time.perf_counter()
-    loss = model(**{k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "labels")}).loss
-    loss.backward()
-    seconds = time.perf_counter() - start
-    model.zero_grad(set_to_none=True)
-    return seconds * max(1, int(trainer.args.gradient_accumulation_steps))
-
-
 def _evaluate(trainer: Any) -> float | None:
     metrics = trainer.evaluate()
     value = metrics.get("eval_loss")
     return float(value) if value is not None else None
 
 
-class _Reporter:
-    """Turns trainer steps and logs into progress events (wrapped in a ``TrainerCallback`` by :func:`_callback`)."""
-
-    def __init__(self, progress: ProgressCallback | None) -> None:
-        self.progress = progress
-        self.step_seconds: list[float] = []
-        self._step_start = 0.0
-
-    def mean_step_seconds(self) -> float | None:
-        return sum(self.step_seconds) / len(self.step_seconds) if self.step_seconds else None
-
-    def train_begin(self, state: Any) -> None:
-        emit(self.progress, ProgressEvent("train", int(state.global_step), int(state.max_steps),
-                                          message="training started"))
-
-    def step_begin(self) -> None:
-        self._step_start = time.perf_counter()
-
-    def step_end(self) -> None:
-        self.step_seconds.append(time.perf_counter() - self._step_start)
-
-    def log(self, state: Any, logs: Mapping[str, Any] | None) -> None:
-        if logs and "loss" in logs:
-            loss = float(logs["loss"])
-            emit(self.progress, ProgressEvent(
-                "train", int(state.global_step), int(state.max_steps), message=f"loss {loss:.3f}",
-                metrics={"loss": loss, "sec_per_step": self.step_seconds[-1] if self.step_seconds else None},
-            ))
-
-
-def _callback(transformers: Any, reporter: _Reporter) -> Any:
-    class ProgressCallback(transformers.TrainerCallback):  # type: ignore[misc]
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            reporter.train_begin(state)
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            reporter.step_begin()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            reporter.step_end()
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-            reporter.log(state, logs)
-
-    return ProgressCallback()

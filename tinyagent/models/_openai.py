@@ -17,6 +17,7 @@ import os
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -266,16 +267,9 @@ class OpenAIModel(Model):
 
     async def _attempt(self, client: Any, request: ModelRequest) -> AsyncIterator[str | Completion]:
         openai = _import_openai()
-        start = time.perf_counter()
-        deadline = start + self.timeout
+        reply = _Reply(start=time.perf_counter())
+        deadline = reply.start + self.timeout
         stream: Any = None
-        parts: list[str] = []
-        logprobs: list[float] = []
-        usage: Usage | None = None
-        finish_reason: str | None = None
-        model_name = ""
-        chunks = 0
-        ttft = 0.0
         try:
             async with asyncio.timeout(self.timeout):
                 stream = await client.chat.completions.create(**self._payload(request))
@@ -286,93 +280,74 @@ class OpenAIModel(Model):
                         chunk = await iterator.__anext__()
                 except StopAsyncIteration:
                     break
-                delta, chunk_usage, chunk_finish, chunk_logprobs, chunk_model = _read_chunk(chunk, self.name)
-                chunks += 1
-                model_name = chunk_model or model_name
-                if chunk_usage is not None:
-                    usage = chunk_usage
-                if chunk_finish:
-                    finish_reason = chunk_finish
-                logprobs.extend(chunk_logprobs)
+                delta = reply.add(chunk, self.name)
                 if delta:
-                    if not parts:
-                        ttft = time.perf_counter() - start
-                    parts.append(delta)
                     yield delta
         except EndpointError:
             raise
-        except TimeoutError as exc:
-            raise EndpointError(
-                f"{self.name}: no complete reply within {self.timeout:g} s from {self._where()}; "
-                "the server is slow or overloaded: raise timeout= or try later",
-                status=None,
-                retryable=True,
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise _status_error(self.name, self._where(), exc, self.api_key_env) from exc
-        except openai.APITimeoutError as exc:
-            raise EndpointError(
-                f"{self.name}: request to {self._where()} timed out after {self.timeout:g} s; "
-                "raise timeout= or check the server",
-                status=None,
-                retryable=True,
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise EndpointUnreachable(
-                f"{self.name}: cannot reach {self._where()} ({_cause(exc)}); check the URL and that the server "
-                "is running, or route to the local model",
-                status=None,
-                retryable=True,
-            ) from exc
-        except (openai.APIResponseValidationError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise MalformedReply(
-                f"{self.name}: {self._where()} sent a body that is not a chat completion ({type(exc).__name__}); "
-                "check that base_url points at an OpenAI-compatible /v1 endpoint",
-                status=None,
-                retryable=False,
-            ) from exc
-        except openai.APIError as exc:
-            raise EndpointError(
-                f"{self.name}: {self._where()} reported an error: {_short(getattr(exc, 'message', str(exc)))}",
-                status=None,
-                retryable=False,
-            ) from exc
         except Exception as exc:  # noqa: BLE001 - a dependency's failure must never leak out unwrapped
-            retryable = _is_transport_error(exc)
-            cls = EndpointError if retryable else MalformedReply
-            raise cls(
-                f"{self.name}: the call to {self._where()} failed: {type(exc).__name__}: {_short(str(exc))}",
-                status=None,
-                retryable=retryable,
-            ) from exc
+            raise self._endpoint_error(openai, exc) from exc
         finally:
             if stream is not None:
                 try:
                     await stream.close()
                 except Exception:  # noqa: BLE001 - closing a broken stream may fail again; nothing to do
                     log.debug("%s: closing the stream failed", self.name, exc_info=True)
-        if chunks == 0 or (finish_reason is None and not parts and usage is None):
+        yield self._completion(request, reply)
+
+    def _endpoint_error(self, openai: Any, exc: Exception) -> EndpointError:
+        """The typed, one-line error for a failure of the SDK or the transport during one attempt."""
+        if isinstance(exc, openai.APIStatusError):  # never a TimeoutError, so checking it first changes nothing
+            return _status_error(self.name, self._where(), exc, self.api_key_env)
+        cls: type[EndpointError] = EndpointError
+        if isinstance(exc, TimeoutError):
+            retryable, message = True, (f"no complete reply within {self.timeout:g} s from {self._where()}; "
+                                        "the server is slow or overloaded: raise timeout= or try later")
+        elif isinstance(exc, openai.APITimeoutError):
+            retryable, message = True, (f"request to {self._where()} timed out after {self.timeout:g} s; "
+                                        "raise timeout= or check the server")
+        elif isinstance(exc, openai.APIConnectionError):
+            cls, retryable = EndpointUnreachable, True
+            message = (f"cannot reach {self._where()} ({_cause(exc)}); check the URL and that the server is running, "
+                       "or route to the local model")
+        elif isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError | UnicodeDecodeError):
+            cls, retryable = MalformedReply, False
+            message = (f"{self._where()} sent a body that is not a chat completion ({type(exc).__name__}); "
+                       "check that base_url points at an OpenAI-compatible /v1 endpoint")
+        elif isinstance(exc, openai.APIError):
+            retryable = False
+            message = f"{self._where()} reported an error: {_short(getattr(exc, 'message', str(exc)))}"
+        else:
+            retryable = _is_transport_error(exc)
+            cls = EndpointError if retryable else MalformedReply
+            message = f"the call to {self._where()} failed: {type(exc).__name__}: {_short(str(exc))}"
+        return cls(f"{self.name}: {message}", status=None, retryable=retryable)
+
+    def _completion(self, request: ModelRequest, reply: _Reply) -> Completion:
+        """The finished reply (usage bounded when the server reported none); a stream without chunks is malformed."""
+        if reply.chunks == 0 or (reply.finish_reason is None and not reply.parts and reply.usage is None):
             raise MalformedReply(
                 f"{self.name}: {self._where()} sent no chat-completion chunks; "
                 "check that base_url points at an OpenAI-compatible /v1 endpoint",
                 status=None,
                 retryable=False,
             )
-        text = "".join(parts)
+        text = "".join(reply.parts)
+        usage = reply.usage
         if usage is None:
             # The server did not report usage (llama.cpp's server does not, when streaming): use upper bounds, so
             # that budgets stay safe; with a tokenizer they are close to the truth.
             counted = self._tokenizer(text) if self._tokenizer is not None else len(text.encode("utf-8"))
             usage = Usage(self.prompt_token_bound(request), min(request.max_tokens, int(counted) + 1), 1)
-        mean_logprob = sum(logprobs) / len(logprobs) if logprobs else None
-        yield Completion(
+        mean_logprob = sum(reply.logprobs) / len(reply.logprobs) if reply.logprobs else None
+        return Completion(
             text=text,
             usage=usage,
-            model=model_name or self.name,
-            finish_reason=finish_reason or "stop",
+            model=reply.model_name or self.name,
+            finish_reason=reply.finish_reason or "stop",
             mean_logprob=mean_logprob,
-            ttft_s=ttft,
-            elapsed_s=time.perf_counter() - start,
+            ttft_s=reply.ttft,
+            elapsed_s=time.perf_counter() - reply.start,
         )
 
     def _retry_delay(self, exc: EndpointError, attempt: int) -> float | None:
@@ -409,6 +384,36 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):  # multi-part content: count the text parts
         return "".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in content)
     return str(content)
+
+
+@dataclass
+class _Reply:
+    """What the chunks of one streamed reply add up to."""
+
+    start: float
+    parts: list[str] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model_name: str = ""
+    chunks: int = 0
+    ttft: float = 0.0
+
+    def add(self, chunk: Any, name: str) -> str:
+        """Takes in one stream chunk (checking its shape); returns its text delta."""
+        delta, usage, finish, logprobs, model = _read_chunk(chunk, name)
+        self.chunks += 1
+        self.model_name = model or self.model_name
+        if usage is not None:
+            self.usage = usage
+        if finish:
+            self.finish_reason = finish
+        self.logprobs.extend(logprobs)
+        if delta:
+            if not self.parts:
+                self.ttft = time.perf_counter() - self.start
+            self.parts.append(delta)
+        return delta
 
 
 def _read_chunk(chunk: Any, name: str) -> tuple[str, Usage | None, str | None, list[float], str]:

@@ -171,26 +171,17 @@ def functions_set(limit: int, data: Path) -> tuple[list[Tool], list[Any], list[s
     return tools, list(builtin_examples()), [c.query for c in cases]
 
 
-def foreign_set(limit: int) -> tuple[list[Tool], list[str]]:
+def foreign_set(limit: int, suite: str = "vehicle_control") -> tuple[list[Tool], list[str]]:
     """A BFCL multi-turn API suite (third-party tools, no examples) and the first user turns of its even cases."""
-    import zipfile
-
+    from tinyagent.evals import load_multi_turn_cases, suite_functions
     from tinyagent.evals.bfcl import ensure_data
 
-    with zipfile.ZipFile(ensure_data()) as wheel:
-        docs = [json.loads(line) for line in
-                wheel.read("bfcl_eval/data/multi_turn_func_doc/message_api.json").decode().splitlines() if line]
-        cases = [json.loads(line) for line in
-                 wheel.read("bfcl_eval/data/BFCL_v4_multi_turn_base.json").decode().splitlines() if line]
-    tools = [Tool.from_openai(d) for d in docs]
-    queries = []
-    for case in cases:
-        index = int(case["id"].rsplit("_", 1)[-1].split("-")[0])
-        if index % 2 or case.get("involved_classes") != ["MessageAPI"]:
-            continue
-        first_turn = case["question"][0]
-        queries.append(" ".join(m["content"] for m in first_turn if m.get("role") == "user"))
-    return tools, queries[:limit]
+    data = ensure_data()
+    tools = [Tool.from_openai(spec) for spec in suite_functions(data, suite)]
+    names = {t.name for t in tools}
+    cases = [c.case for c in load_multi_turn_cases(data, [suite], parity="even")
+             if {str(call["name"]) for call in c.case.calls} <= names]
+    return tools, [c.query for c in cases[:limit]]
 
 
 # -- whole runs ----------------------------------------------------------------------------------------------------

@@ -80,10 +80,10 @@ def _prompt(data: Path) -> list[dict[str, str]]:
 
 
 def _generate(path: Path, messages: list[dict[str, str]], lora: Path | None = None) -> str:
-    from llama_cpp import Llama
+    from tinyagent.models import new_llama  # the CPU-safe load parameters (AMX), as every Llama of the project
 
-    llm = Llama(model_path=str(path), lora_path=str(lora) if lora else None, n_ctx=1024, n_threads=2, seed=0,
-                verbose=False)
+    llm = new_llama(model_path=str(path), lora_path=str(lora) if lora else None, n_ctx=1024, n_threads=2, seed=0,
+                    verbose=False)
     try:
         out = llm.create_chat_completion(messages=messages, max_tokens=40, temperature=0.0, top_k=1,
                                          stop=["<END_OF_PLAN>"])

@@ -146,7 +146,8 @@ def test_llama_cpp_accepts_generated_grammars(tmp_path: Path, smollm2_path: Path
     (tmp_path / "grammars.json").write_text(json.dumps(grammars))
     script = textwrap.dedent(f"""
         import json, llama_cpp
-        llm = llama_cpp.Llama(model_path={str(smollm2_path)!r}, n_ctx=512, n_threads=2, verbose=False)
+        from tinyagent.models import new_llama
+        llm = new_llama(model_path={str(smollm2_path)!r}, n_ctx=512, n_threads=2, verbose=False)
         texts = []
         for g in json.load(open({str(tmp_path / "grammars.json")!r})):
             out = llm.create_completion("Plan:\\n", grammar=llama_cpp.LlamaGrammar.from_string(g, verbose=False),

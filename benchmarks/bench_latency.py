@@ -39,7 +39,7 @@ from typing import Any
 from tinyagent import Agent, Tool
 from tinyagent.evals import load_evalset
 from tinyagent.functions import FunctionsSettings, builtin_examples, builtin_tools, init_demo
-from tinyagent.models import Completion, LlamaCppModel, ModelRequest, free_cores
+from tinyagent.models import Completion, LlamaCppModel, ModelRequest, free_cores, on_llama_thread
 
 RESULTS = Path(__file__).parent / "results"
 TODAY = dt.date(2026, 12, 1)
@@ -139,7 +139,8 @@ def decode_rows(model: LlamaCppModel, agent: Agent, queries: list[str], label: s
                 n, stats = tokens, model.last_decode
         model.decoder = "speculative"
         prompt = [int(t) for t in model._prompt_ids(request.messages)[0]]
-        row["raw_tok_s"] = round(raw_decode(model.llama, prompt, max(n, 8)), 2)
+        # on the thread that loaded the model and runs the SDK's decoding too (see tinyagent.models._thread)
+        row["raw_tok_s"] = round(on_llama_thread(raw_decode, model.llama, prompt, max(n, 8)), 2)
         row["tokens"] = n
         row["forward_passes"] = stats.forward_passes if stats else None
         row["accepted"] = stats.accepted if stats else None

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from .._tools import Tool
 from ..errors import ConfigurationError, MissingDependencyError, ModelError
+from ..models import on_llama_thread
 from .bfcl import BfclCase
 
 __all__ = ["BASELINES", "DEFAULT_SYSTEM_PROMPT", "BaselineName", "LlamaToolBaseline", "parse_tool_calls"]
@@ -138,7 +139,7 @@ class LlamaToolBaseline:
         if self.mode == "chatml-function-calling":
             options["tool_choice"] = "auto"
         try:
-            response: Any = self._llm.create_chat_completion(**options)
+            response: Any = on_llama_thread(self._llm.create_chat_completion, **options)
         except Exception as exc:  # noqa: BLE001 - any llama.cpp failure becomes a ModelError
             raise ModelError(f"{self.mode}: llama.cpp failed on {case.id}: {type(exc).__name__}: {exc}") from exc
         message = response["choices"][0]["message"]

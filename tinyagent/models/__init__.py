@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         new_llama,
     )
     from ._openai import OpenAIModel
+    from ._thread import on_llama_thread, submit_llama
     from .llama import LlamaCppModel
 
 ALLOW_MODEL_REQUESTS = True
@@ -52,6 +53,8 @@ __all__ = [
     "llama_load_params",
     "load_model",
     "new_llama",
+    "on_llama_thread",
+    "submit_llama",
 ]
 
 _LAZY = {
@@ -68,6 +71,8 @@ _LAZY = {
     "llama_build_features": "._cpu",
     "llama_load_params": "._cpu",
     "new_llama": "._cpu",
+    "on_llama_thread": "._thread",
+    "submit_llama": "._thread",
 }
 
 

@@ -198,12 +198,18 @@ def _model_params(overrides: Mapping[str, Any]) -> Iterator[None]:
 def new_llama(*args: Any, **kwargs: Any) -> Any:
     """``llama_cpp.Llama(*args, **kwargs)`` with the load parameters that are safe on this CPU and build.
 
-    Every ``Llama`` the project creates goes through here (planner, embedder, evaluation, benchmarks).
+    Every ``Llama`` the project creates goes through here (planner, embedder, evaluation, benchmarks). It is built
+    on the llama.cpp thread (``tinyagent.models._thread``), where its evaluations must run too.
     """
     import llama_cpp
 
-    with _model_params(_current_decision().params):
-        return llama_cpp.Llama(*args, **kwargs)
+    from ._thread import on_llama_thread
+
+    def build() -> Any:
+        with _model_params(_current_decision().params):
+            return llama_cpp.Llama(*args, **kwargs)
+
+    return on_llama_thread(build)
 
 
 def install_default_params_patch() -> LoadDecision:

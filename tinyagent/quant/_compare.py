@@ -78,7 +78,7 @@ def measure_speed(
         from ..models import new_llama
     except ImportError as exc:
         raise MissingDependencyError("llama-cpp-python", "llama") from exc
-    from ..models import free_cores
+    from ..models import free_cores, on_llama_thread
 
     threads = n_threads or free_cores()
     start = time.perf_counter()
@@ -89,19 +89,24 @@ def measure_speed(
         raise ModelError(f"llama.cpp could not load {path}: {exc}") from exc
     load_s = time.perf_counter() - start
     try:
-        tokens = llm.tokenize(prompt.encode(), add_bos=True)
-        start = time.perf_counter()
-        llm.eval(tokens)
-        prompt_s = time.perf_counter() - start
-        eos = llm.token_eos()
-        start = time.perf_counter()
-        out = llm.create_completion(prompt, max_tokens=gen_tokens, temperature=0.0, top_k=1,
-                                    logit_bias={eos: -1e9} if eos >= 0 else None)
-        gen_s = time.perf_counter() - start
-        generated = int(out["usage"]["completion_tokens"])  # type: ignore[index]
+        tokens, prompt_s, generated, gen_s = on_llama_thread(_time_generation, llm, prompt, gen_tokens)
     finally:
         llm.close()
     return load_s, len(tokens) / max(prompt_s, 1e-9), generated / max(gen_s, 1e-9)
+
+
+def _time_generation(llm: Any, prompt: str, gen_tokens: int) -> tuple[list[int], float, int, float]:
+    """Prompt tokens, prompt seconds, tokens generated and generation seconds (on the llama.cpp thread)."""
+    tokens = llm.tokenize(prompt.encode(), add_bos=True)
+    start = time.perf_counter()
+    llm.eval(tokens)
+    prompt_s = time.perf_counter() - start
+    eos = llm.token_eos()
+    start = time.perf_counter()
+    out = llm.create_completion(prompt, max_tokens=gen_tokens, temperature=0.0, top_k=1,
+                                logit_bias={eos: -1e9} if eos >= 0 else None)
+    gen_s = time.perf_counter() - start
+    return tokens, prompt_s, int(out["usage"]["completion_tokens"]), gen_s
 
 
 def compare(

@@ -193,6 +193,8 @@ class LlamaCppEmbedder:
         Raises:
             ModelError: llama.cpp failed.
         """
+        from ..models import on_llama_thread
+
         np = self._np
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
@@ -200,9 +202,8 @@ class LlamaCppEmbedder:
             if hit is None:
                 tokens = self._llm.tokenize(text.encode("utf-8"))[: self._n_ctx - 8]
                 try:
-                    vec = np.asarray(
-                        self._llm.embed(self._llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32
-                    )
+                    text_in = self._llm.detokenize(tokens).decode("utf-8", "ignore")
+                    vec = np.asarray(on_llama_thread(self._llm.embed, text_in), dtype=np.float32)
                 except Exception as exc:  # noqa: BLE001 - llama.cpp errors are wrapped
                     raise ModelError(f"llama.cpp embedding failed: {exc}") from exc
                 if vec.ndim > 1:

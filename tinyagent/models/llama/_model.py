@@ -13,6 +13,7 @@ from typing import Any, Literal
 from ...errors import ConfigurationError, MissingDependencyError, ModelError
 from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
 from .._cpu import free_cores, new_llama
+from .._thread import submit_llama
 from ._decode import DecodeStats, GrammarEngine, greedy_decode
 from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _model_identity, _PrefixStore
 from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
@@ -187,8 +188,7 @@ class LlamaCppModel(PrefixCaching, Model):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
-        thread = threading.Thread(target=self._generate, args=(request, loop, queue, stop), daemon=True)
-        thread.start()
+        submit_llama(self._generate, request, loop, queue, stop)  # the thread that loaded the model (see _thread)
         try:
             while True:
                 kind, payload = await queue.get()
@@ -213,6 +213,8 @@ class LlamaCppModel(PrefixCaching, Model):
         def put(kind: str, payload: Any) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
 
+        if stop.is_set():  # the consumer went away while this request waited for the llama.cpp thread
+            return
         try:
             logprob = _LogprobTracker() if request.logprobs else None
             prefer = _Preferences(self, request.prefer, logprob) if request.prefer else None

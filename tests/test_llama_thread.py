@@ -85,3 +85,18 @@ def test_model_load_and_every_evaluation_share_one_thread(smollm2_path: Path, mo
     assert len(threads) == 1
     assert threads == {on_llama_thread(threading.get_ident)}
     asyncio.run(model.aclose())
+
+
+@pytest.mark.slow
+def test_planner_reads_the_weights_instead_of_mapping_them(smollm2_path: Path) -> None:
+    """Mapped, the file's pages stay resident beside llama.cpp's repacked copy (RSS +600 MB for the 1.5B)."""
+    import llama_cpp
+
+    from tinyagent.models import LlamaCppModel
+
+    model = LlamaCppModel(path=smollm2_path, n_threads=2, prefix_cache_dir=None)
+    assert model.llama.model_params.load_mode == llama_cpp.LLAMA_LOAD_MODE_NONE
+    shared = LlamaCppModel(path=smollm2_path, n_threads=2, prefix_cache_dir=None, use_mmap=True)
+    assert shared.llama.model_params.load_mode == llama_cpp.LLAMA_LOAD_MODE_MMAP
+    for m in (model, shared):
+        asyncio.run(m.aclose())

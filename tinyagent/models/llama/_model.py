@@ -44,6 +44,10 @@ class LlamaCppModel(PrefixCaching, Model):
             grammar, forced tokens and prompt-lookup drafts verified in batches; see ``_decode``), ``"greedy"`` (the
             same loop, one token per forward pass; the output is identical) or ``"llama"`` (llama-cpp-python's
             completion loop with the GBNF grammar). Sampling (temperature > 0) always uses llama-cpp-python's loop.
+        use_mmap: map the GGUF file instead of reading it into memory. llama.cpp repacks most weights into its own
+            memory for the CPU's SIMD kernels, and reading them through a mapping leaves the file's pages resident
+            beside the copy: the 1.5B planner peaks at ~1.96 GB RSS mapped and ~1.37 GB read (default False). True
+            shares the file's pages between processes that load the same model.
 
     Generation is serialised with a lock, because a ``Llama`` instance is not thread-safe.
 
@@ -96,6 +100,7 @@ class LlamaCppModel(PrefixCaching, Model):
         prefix_cache_max_bytes: int = 1 << 30,
         prefix_cache_min_tokens: int = 256,
         decoder: Literal["speculative", "greedy", "llama"] = "speculative",
+        use_mmap: bool = False,
     ) -> None:
         try:
             import llama_cpp
@@ -134,6 +139,7 @@ class LlamaCppModel(PrefixCaching, Model):
                 n_threads_batch=self.n_threads,
                 chat_format=chat_format,
                 seed=seed,
+                use_mmap=use_mmap,
                 verbose=False,
             )
         except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError on bad files

@@ -33,7 +33,7 @@ from typing import Any
 
 log = logging.getLogger("tinyagent.models.llama")
 
-__all__ = ["DecodeStats", "GrammarEngine", "greedy_decode"]
+__all__ = ["DecodeStats", "GrammarEngine", "LookupRate", "greedy_decode"]
 
 # On a CPU a batch is compute-bound: each extra token costs about half a single-token pass (measured on 2 cores:
 # 1 token 43 ms, 4 tokens 108 ms, 8 tokens 240 ms for the 1.5B), so a draft pays only where most of it is accepted.
@@ -41,6 +41,37 @@ __all__ = ["DecodeStats", "GrammarEngine", "greedy_decode"]
 _MAX_FORCED = 12
 _MAX_LOOKUP = 5
 _LOOKUP_NGRAMS = (4, 3, 2)
+# A drafted token costs ~0.55 of a one-token pass (the figures above), so the k-th token of a prompt-lookup draft pays
+# only while the chance that the first k are all accepted stays above that.
+_PAYOFF = 0.55
+
+
+class LookupRate:
+    """How often this model's prompt-lookup guesses were right: a running average kept across requests.
+
+    Prompt lookup guesses well where plans copy from the request (names, dates, phrases) and badly where the prompt
+    holds many similar contexts with other values (worked examples with other names after ``name="``). A draft is cut
+    to the length whose chance of being accepted whole stays above :data:`_PAYOFF`; below it no lookup draft is made,
+    except a one-token probe at the start of each request, so the rate can recover.
+    """
+
+    def __init__(self, prior: float = 0.7, weight: float = 0.1) -> None:
+        self.rate = prior
+        self._weight = weight
+
+    def length(self, limit: int, probe: bool) -> int:
+        """How many lookup tokens to draft, at most ``limit``."""
+        if self.rate < _PAYOFF:
+            return min(1, limit) if probe else 0
+        k, p = 1, self.rate
+        while k < limit and p ** (k + 1) >= _PAYOFF:
+            k += 1
+        return min(k, limit)
+
+    def update(self, drafted: int, accepted: int) -> None:
+        """Record a draft of ``drafted`` tokens whose first ``accepted`` were right (the next one, if any, was not)."""
+        for hit in [1.0] * accepted + ([0.0] if accepted < drafted else []):
+            self.rate += self._weight * (hit - self.rate)
 
 
 @dataclass
@@ -282,6 +313,7 @@ def greedy_decode(
     speculate: bool = True,
     on_text: Callable[[str], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    lookup: LookupRate | None = None,
 ) -> DecodeStats:
     """Greedy decoding of ``prompt`` with grammar ``matcher`` (llguidance, or None) and draft-and-verify batches.
 
@@ -295,6 +327,7 @@ def greedy_decode(
         speculate: propose drafts (False: one token per forward pass; the output is the same).
         on_text: called with each new piece of text that is final.
         cancelled: polled between batches; True stops with finish reason ``"cancelled"``.
+        lookup: the model's running prompt-lookup acceptance (how long lookup drafts may be); None: a fresh one.
     """
     stats = DecodeStats()
     seq = _Sequence(llm)
@@ -302,6 +335,8 @@ def greedy_decode(
     text = _Text(llm, stop)
     eos = {int(llm.token_eos())}
     history = [int(t) for t in prompt]
+    lookup = lookup or LookupRate()
+    probe = True
     started = time.perf_counter()
     logits = seq.start(prompt)
     token = chooser.choose(seq.ids(), logits)
@@ -323,11 +358,15 @@ def greedy_decode(
         if stats.tokens >= max_tokens:
             stats.finish = "length"
             break
-        draft, forced = _draft(chooser, history, max_tokens - stats.tokens) if speculate else ([], 0)
+        draft, forced = _draft(chooser, history, max_tokens - stats.tokens, lookup, probe) if speculate else ([], 0)
         stats.drafted += len(draft)
         stats.forward_passes += 1
         batch_logits = seq.extend([token, *draft])
+        before = stats.accepted
         token, done = _verify(seq, chooser, text, history, draft, forced, batch_logits, stats)
+        if draft and not forced:
+            lookup.update(len(draft), stats.accepted - before)
+            probe = False
         if on_text is not None:
             piece = text.ready()
             if piece:
@@ -344,14 +383,16 @@ def greedy_decode(
     return stats
 
 
-def _draft(chooser: _Chooser, history: list[int], room: int) -> tuple[list[int], int]:
+def _draft(chooser: _Chooser, history: list[int], room: int, lookup: LookupRate,
+           probe: bool) -> tuple[list[int], int]:
     """The draft after the last accepted token, and how many of its tokens the grammar forces."""
     if room <= 1:
         return [], 0
     forced = chooser.forced()[: min(_MAX_FORCED, room - 1)]
     if forced:
         return forced, len(forced)
-    return chooser.allowed_prefix(_lookup(history, min(_MAX_LOOKUP, room - 1))), 0
+    n = lookup.length(min(_MAX_LOOKUP, room - 1), probe)
+    return (chooser.allowed_prefix(_lookup(history, n)), 0) if n else ([], 0)
 
 
 def _verify(seq: _Sequence, chooser: _Chooser, text: _Text, history: list[int], draft: list[int], forced: int,

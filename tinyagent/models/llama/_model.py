@@ -14,7 +14,7 @@ from ...errors import ConfigurationError, MissingDependencyError, ModelError
 from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
 from .._cpu import free_cores, new_llama
 from .._thread import submit_llama
-from ._decode import DecodeStats, GrammarEngine, greedy_decode
+from ._decode import DecodeStats, GrammarEngine, LookupRate, greedy_decode
 from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _model_identity, _PrefixStore
 from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
 
@@ -147,6 +147,7 @@ class LlamaCppModel(PrefixCaching, Model):
         self.n_ctx = n_ctx
         self.decoder = decoder
         self._grammar_engine: GrammarEngine | None = None
+        self._lookup_rate = LookupRate()
         self.last_decode: DecodeStats | None = None
         """What the last greedy decode did (tokens, forward passes, accepted drafts); None after llama-cpp-python's."""
         self._formatter = _template_formatter(self._llm)
@@ -276,7 +277,7 @@ class LlamaCppModel(PrefixCaching, Model):
         stats = greedy_decode(
             self._llm, [int(t) for t in tokens], matcher=None if matcher is self._FREE_TEXT else matcher,
             max_tokens=request.max_tokens, stop=request.stop, processors=processors,
-            speculate=self.decoder == "speculative", on_text=emit, cancelled=stop.is_set,
+            speculate=self.decoder == "speculative", on_text=emit, cancelled=stop.is_set, lookup=self._lookup_rate,
         )
         self._llm._requires_eval = True  # the logits left in the context may belong to a rejected draft token
         self.last_decode = stats

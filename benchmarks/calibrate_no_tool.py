@@ -20,8 +20,8 @@ replaces a case). Only even-indexed cases are ever loaded. ``fit`` fits the logi
 parallel categories are scored but not fitted), evaluates it by stratified 5-fold cross-validation, picks the floor
 on the out-of-fold probabilities, and writes ``benchmarks/results/no_tool.json``: coefficients, floor, BFCL
 accuracy per category before / after (cross-validated and in-sample), the false-refusal rate on cases that need a
-call, and the latency of the check. Paste the coefficients into ``NO_TOOL_MODEL`` / ``NO_TOOL_FLOOR`` in
-``tinyagent/run/_settings.py``.
+call, and the latency of the check. ``chosen`` is the model to ship (the question only if it helps under
+cross-validation); paste it into ``NO_TOOL_MODEL`` / ``NO_TOOL_FLOOR`` in ``tinyagent/run/_settings.py``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from tinyagent._tools import ToolRegistry
 from tinyagent.errors import TinyAgentError
 from tinyagent.evals import bfcl
 from tinyagent.run._no_tool import no_tool_probability
+from tinyagent.run._settings import NO_TOOL_FLOOR, NO_TOOL_MODEL
 
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "no_tool_records.jsonl"
@@ -69,7 +70,7 @@ async def record_case(model: Any, case: bfcl.BfclCase) -> dict[str, Any]:
     calls = [{"name": c.name, "args": dict(c.args)} for c in res.plan.calls]
     check = res.no_tool_check
     return {"id": case.id, "category": case.category, "needs_no_tool": case.expects_no_call,
-            "calls": [c["name"] for c in calls], "p_join": res.no_tool_prob,
+            "calls": [c["name"] for c in calls], "plan": res.text, "p_join": res.no_tool_prob,
             "features": dict(check.features) if check else {}, "verify_s": round(check.elapsed_s, 3) if check else 0,
             "plan_s": round(res.elapsed_s, 3), "total_s": round(time.perf_counter() - started, 3),
             "correct_before": bfcl.check_case(case, calls)[0], "correct_refused": bfcl.check_case(case, [])[0]}
@@ -208,7 +209,8 @@ def fit(args: argparse.Namespace) -> None:
         "ablation_without_verify": {"coefficients": cheap["coefficients"], "floor": cheap["floor"],
                                     "after_cross_validated": _outcomes(records, cheap["cv"], cheap["floor"])},
         "limit6": {"ids": [r["id"] for r in first6], "before": _outcomes(first6, {}, 2.0),
-                   "after_cross_validated": _outcomes(first6, cv, floor)},
+                   "after_cross_validated": _outcomes(first6, cv, floor),
+                   "after_cross_validated_without_verify": _outcomes(first6, cheap["cv"], cheap["floor"])},
         "question_asked_share": round(len(asked) / max(1, len(scored)), 3),
         "latency": {"verify_mean_s": round(float(np.mean(verify_s)), 3) if verify_s else None,
                     "verify_median_s": round(float(np.median(verify_s)), 3) if verify_s else None,
@@ -218,9 +220,15 @@ def fit(args: argparse.Namespace) -> None:
         "cv_probabilities": {k: round(v, 4) for k, v in cv.items()},
         "records": records,
     }
+    with_q = result["after_cross_validated"]["mean_accuracy"]
+    without_q = result["ablation_without_verify"]["after_cross_validated"]["mean_accuracy"]
+    # The question costs a model call; it goes into the shipped model only if it helps under cross-validation.
+    result["chosen"] = ({"coefficients": coefs, "floor": floor, "question": True} if with_q > without_q else
+                        {"coefficients": cheap["coefficients"], "floor": cheap["floor"], "question": False})
+    result["shipped"] = {"coefficients": NO_TOOL_MODEL, "floor": NO_TOOL_FLOOR}
     (RESULTS / "no_tool.json").write_text(json.dumps(result, indent=1))
     shown = ("coefficients", "floor", "before", "after_cross_validated", "after_in_sample", "ablation_without_verify",
-             "question_asked_share", "latency")
+             "question_asked_share", "latency", "chosen", "shipped")
     print(json.dumps({k: result[k] for k in shown}, indent=1))
     print(json.dumps({k: v for k, v in result["limit6"].items() if k != "ids"}, indent=1))
 

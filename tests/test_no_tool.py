@@ -208,3 +208,34 @@ def test_run_executes_calls_that_fit() -> None:
     result = asyncio.run(agent.run("Driving directions from Paris to Lyon", today=TODAY))
     assert ran == ["Paris"]
     assert [s.name for s in result.steps] == ["get_route"]
+
+
+# Even-indexed BFCL irrelevance cases where the 1.5B calls a tool whose arguments it invents (before this check
+# each got a call; benchmarks/results/no_tool_records.jsonl).
+SLOW_CASES = ("irrelevance_2", "irrelevance_12", "live_irrelevance_12-2-0")
+
+
+@pytest.mark.slow
+def test_real_planner_answers_irrelevant_requests_without_a_tool() -> None:
+    from tinyagent.errors import ModelIntegrityError
+    from tinyagent.evals import bfcl
+    from tinyagent.models import ModelCatalog, load_model
+
+    try:
+        ModelCatalog().path("qwen2.5-coder-1.5b")
+    except ModelIntegrityError as exc:
+        pytest.skip(f"qwen2.5-coder-1.5b is not available: {exc}")
+    cases = [c for c in bfcl.load_cases(bfcl.ensure_data(), ["irrelevance", "live_irrelevance"], 8, parity="even")
+             if c.id in SLOW_CASES]
+    assert sorted(c.id for c in cases) == sorted(SLOW_CASES)
+    model = load_model("qwen2.5-coder-1.5b", n_threads=2)
+    predictor = bfcl.SdkPredictor(model, today=TODAY)
+    try:
+        report = bfcl.run_bfcl(predictor, cases, system="no-tool")
+    finally:
+        asyncio.run(model.aclose())
+    for result in report.results:
+        assert result.calls == () and result.correct, result
+        # The planner did write a call; the no-tool check dropped it.
+        assert predictor.plan_texts[result.id].lstrip().startswith("1. ") and \
+            not predictor.plan_texts[result.id].lstrip().startswith("1. join"), predictor.plan_texts[result.id]

@@ -102,6 +102,9 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
         async for call in calls:
             buffered.append(call)
     except (PlanError, ModelError) as exc:
+        if setup.settings.streaming_execution and not verify:
+            # Held back only for the no-tool check: run what streaming would have run before the error.
+            await state.executor.execute_stream(_replay(buffered), state.records, attempt=state.attempt)
         attempt.error = exc
         return attempt
     if check_no_tool_first and stream.completion is not None:

@@ -157,8 +157,8 @@ def _request_text(planner: ModelRequest, query: str) -> str:
     """The request as the planner saw it: the query plus the values resolved from it (dates, times), which the
     planner may copy into arguments; without the conversation history."""
     last = str(planner.messages[-1].get("content", "")) if planner.messages else ""
-    shown = last.split("Request: ", 1)[1] if "Request: " in last else ""
-    return shown if query in shown else f"{query}\n{shown}"
+    at = last.rfind("Request: " + query)
+    return last[at + len("Request: "):] if at >= 0 else query
 
 
 def first_call_is_clear(call: Call, planner: ModelRequest, query: str, tools: Mapping[str, Tool],

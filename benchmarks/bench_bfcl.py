@@ -26,6 +26,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,9 +51,11 @@ def progress(system: str) -> Any:
     return show
 
 
-def run_sdk(name: str, cases: list[bfcl.BfclCase], n_threads: int) -> tuple[bfcl.Report, dict[str, str]]:
+def run_sdk(name: str, cases: list[bfcl.BfclCase], n_threads: int,
+            no_tool_check: str = "auto") -> tuple[bfcl.Report, dict[str, str]]:
     model = load_model(name, n_threads=n_threads)
-    predictor = bfcl.SdkPredictor(model, today=TODAY)
+    predictor = bfcl.SdkPredictor(model, today=TODAY,
+                                  agent_options={"settings": AgentSettings(no_tool_check=no_tool_check)})
 
     async def go() -> bfcl.Report:
         try:
@@ -88,7 +91,8 @@ def details(report: bfcl.Report, texts: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def bench_model(name: str, cases: list[bfcl.BfclCase], systems: list[str], n_threads: int,
-                max_tokens: int, details_file: Path | None, checkpoint: Any = None) -> dict[str, Any]:
+                max_tokens: int, details_file: Path | None, checkpoint: Any = None,
+                no_tool_check: str = "auto") -> dict[str, Any]:
     start = time.perf_counter()
     out: dict[str, Any] = {"bfcl": {}, "bfcl_baselines": {}, "seconds_by_system": {}, "mean_s_per_case": {}}
     sdk_failures: list[dict[str, Any]] = []
@@ -96,7 +100,7 @@ def bench_model(name: str, cases: list[bfcl.BfclCase], systems: list[str], n_thr
     for system in systems:
         began = time.perf_counter()
         if system == "tinyagent":
-            report, texts = run_sdk(name, cases, n_threads)
+            report, texts = run_sdk(name, cases, n_threads, no_tool_check)
             out["bfcl"] = report.accuracy()
             sdk_failures = [d for d in details(report, texts) if not d["correct"]]
         else:
@@ -134,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--details", type=Path, default=None, help="write every case's prediction here (JSON)")
+    parser.add_argument("--no-tool-check", choices=("auto", "measure", "off"), default="auto",
+                        help="AgentSettings.no_tool_check for the tinyagent system (default auto)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -143,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     max_tokens = AgentSettings().planner_max_tokens
     models = [m for m in args.models.split(",") if m]
     start = time.perf_counter()
+    load_before = os.getloadavg()
     runs: dict[str, dict[str, Any]] = {}
     # Systems run separately (e.g. the baselines once, the SDK after a prompt change) merge into one file when the
     # model, limit and categories match.
@@ -171,10 +178,12 @@ def main(argv: list[str] | None = None) -> int:
             "target_points": TARGET_POINTS,
             "target_met": {c: m >= TARGET_POINTS for c, m in margin.items()},
             "seconds": round(time.perf_counter() - start, 1),
+            "load": {"before": load_before, "after": os.getloadavg()},
             "seconds_by_system": {**previous.get("seconds_by_system", {}), **first["seconds_by_system"]},
             "mean_s_per_case": {**previous.get("mean_s_per_case", {}), **first["mean_s_per_case"]},
             "settings": {"n_threads": args.n_threads, "max_tokens": max_tokens, "greedy": True,
                          "today": TODAY.isoformat(), "bfcl_eval": bfcl.BFCL_VERSION,
+                         "no_tool_check": args.no_tool_check,
                          "date": dt.date.today().isoformat()},
             "complete": all(len(r["seconds_by_system"]) == len(systems) for r in runs.values())
             and len(runs) == len(models),
@@ -193,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             runs[m] = partial
             write()
 
-        runs[m] = bench_model(m, cases, systems, args.n_threads, max_tokens, args.details, checkpoint)
+        runs[m] = bench_model(m, cases, systems, args.n_threads, max_tokens, args.details, checkpoint,
+                              args.no_tool_check)
     write()
     result = summary()
     print(json.dumps({k: result[k] for k in ("model", "bfcl", "bfcl_baselines", "margin_points", "seconds")}, indent=2))

@@ -1,15 +1,27 @@
-"""Fit the planner's no-tool floor (``AgentSettings.no_tool_threshold``) on held-out data.
+"""Fit and evaluate the planner's no-tool decision (``AgentSettings.no_tool_check``) on even-indexed BFCL cases.
 
-Small planners call a loosely related tool rather than none ("Hi there!" -> get_today). The agent measures the
-model's probability of ``join`` as the first step of every plan; this script records that probability on requests
-that need no tool and on requests that do, and picks the floor with the best balanced accuracy of the decision
-"call a tool or not". Nothing here is evaluated on the sets the README reports: it uses the functions *train* split
-(leave-one-out examples) and BFCL cases *after* the first ``--bfcl-skip`` of each category (bench_bfcl.py scores
-the first 15).
+Small planners call a loosely related tool rather than none. P(``join``) at step 1 alone does not separate the two
+kinds of request (an earlier version of this script found no usable floor), so the decision combines four signals
+in a logistic model (``tinyagent/run/_no_tool.py``): P(join) at step 1, the planner's own yes/no verification of
+its plan (a follow-up question sharing the plan's KV prefix), argument grounding, and request/tool word overlap.
 
-    python benchmarks/calibrate_no_tool.py [--model qwen2.5-coder-1.5b] [--bfcl-skip 15 --bfcl-n 12]
+Two steps, which can run apart (``record`` is the slow one; run it under the lock, a few categories at a time)::
 
-Writes benchmarks/results/no_tool.json (records, the grid and the chosen floor).
+    flock /tmp/llama.lock nice -n 10 python benchmarks/calibrate_no_tool.py record --limit 6 \\
+        --categories simple_python,multiple,parallel,parallel_multiple
+    flock /tmp/llama.lock nice -n 10 python benchmarks/calibrate_no_tool.py record --limit 12 \\
+        --categories irrelevance,live_irrelevance
+    python benchmarks/calibrate_no_tool.py fit
+
+``record`` plans every case with ``no_tool_check="measure"`` (the question is always asked, the plan never
+changed) and appends one record per case to ``benchmarks/results/no_tool_records.jsonl`` (keyed by id; a rerun
+replaces a case). Only even-indexed cases are ever loaded. ``fit`` fits the logistic model on the records
+(negatives: irrelevance and live_irrelevance; positives: simple_python, multiple, live_simple, live_multiple; the
+parallel categories are scored but not fitted), evaluates it by stratified 5-fold cross-validation, picks the floor
+on the out-of-fold probabilities, and writes ``benchmarks/results/no_tool.json``: coefficients, floor, BFCL
+accuracy per category before / after (cross-validated and in-sample), the false-refusal rate on cases that need a
+call, and the latency of the check. ``chosen`` is the model to ship (the question only if it helps under
+cross-validation); paste it into ``NO_TOOL_MODEL`` / ``NO_TOOL_FLOOR`` in ``tinyagent/run/_settings.py``.
 """
 
 from __future__ import annotations
@@ -20,116 +32,222 @@ import datetime as dt
 import json
 import os
 import sys
-import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tinyagent import Agent, Example, Plan
+from tinyagent import Agent, AgentSettings
 from tinyagent._tools import ToolRegistry
 from tinyagent.errors import TinyAgentError
-from tinyagent.evals.bfcl import DEFAULT_CATEGORIES, ensure_data, load_cases
-from tinyagent.functions import FunctionsSettings, builtin_tools
-from tinyagent.models import LlamaCppModel
-from tinyagent.scoring import load_evalset
+from tinyagent.evals import bfcl
+from tinyagent.run._no_tool import no_tool_probability
+from tinyagent.run._settings import NO_TOOL_FLOOR, NO_TOOL_MODEL
 
 RESULTS = Path(__file__).parent / "results"
+RECORDS = RESULTS / "no_tool_records.jsonl"
+TODAY = dt.date(2026, 11, 30)
+NEGATIVE = ("irrelevance", "live_irrelevance")
+POSITIVE = ("simple_python", "multiple", "live_simple", "live_multiple")
+FEATURES = ("p_join", "verify", "grounded", "overlap")
+MAX_FALSE_REFUSAL = 0.05
 
 
-async def record(agent: Agent, query: str, today: dt.date, gold: list[str], source: str, case_id: str,
-                 needs_no_tool: bool) -> dict[str, Any]:
-    """Plan ``query`` (greedy, floors only measured) and keep the probabilities of ``join`` along the way.
+def _load() -> tuple[float, float, float]:
+    return os.getloadavg()
 
-    ``stop`` holds ``(p, stopped_here, should_stop)`` at each later step whose preceding calls are all in the gold
-    plan (as a multiset: parallel calls come in any order); after a wrong call the right answer is unknown.
-    """
+
+async def record_case(model: Any, case: bfcl.BfclCase) -> dict[str, Any]:
+    """Plan one case with the check measuring only; the features, the raw plan and both possible scores."""
+    agent = Agent(tools=ToolRegistry.from_openai(case.functions), model=model,
+                  settings=AgentSettings(no_tool_check="measure"))
+    last_user = max((i for i, m in enumerate(case.messages) if m.get("role") == "user"), default=0)
     started = time.perf_counter()
     try:
-        res = await agent.plan(query, today=today)
+        res = await agent.plan(case.question, today=TODAY, history=case.messages[:last_user])
     except TinyAgentError as exc:
-        return {"source": source, "id": case_id, "needs_no_tool": needs_no_tool, "error": str(exc)[:200]}
-    names = [c.name for c in res.plan.calls]
-    stop = []
-    for k, p in enumerate(res.stop_probs[: len(names)], start=1):
-        if Counter(names[:k]) - Counter(gold):
-            break
-        stop.append((round(p, 5), k == len(names), len(gold) == k))
-    return {"source": source, "id": case_id, "needs_no_tool": needs_no_tool, "p_join": res.no_tool_prob,
-            "greedy_join": not names, "calls": names, "gold": gold, "stop": stop,
-            "plan_s": round(time.perf_counter() - started, 3)}
+        return {"id": case.id, "category": case.category, "error": str(exc)[:200],
+                "correct_before": bfcl.check_case(case, [])[0], "correct_refused": bfcl.check_case(case, [])[0]}
+    calls = [{"name": c.name, "args": dict(c.args)} for c in res.plan.calls]
+    check = res.no_tool_check
+    return {"id": case.id, "category": case.category, "needs_no_tool": case.expects_no_call,
+            "calls": [c["name"] for c in calls], "plan": res.text, "p_join": res.no_tool_prob,
+            "features": dict(check.features) if check else {}, "verify_s": round(check.elapsed_s, 3) if check else 0,
+            "plan_s": round(res.elapsed_s, 3), "total_s": round(time.perf_counter() - started, 3),
+            "correct_before": bfcl.check_case(case, calls)[0], "correct_refused": bfcl.check_case(case, [])[0]}
 
 
-def fit(records: list[dict[str, Any]], items: Any) -> dict[str, Any]:
-    """The floor with the best balanced accuracy (ties: the higher floor, which changes fewer plans).
+async def record(args: argparse.Namespace) -> None:
+    from tinyagent.models import LlamaCppModel
 
-    ``items(record)`` yields ``(probability, greedy_took_join, join_is_right)`` decisions of one record.
-    """
-    grid = [round(0.01 * i, 2) for i in range(1, 51)] + [1.01]
+    cases = bfcl.load_cases(bfcl.ensure_data(), args.categories.split(","), args.limit, parity="even")
+    old = {}
+    if RECORDS.exists():
+        old = {r["id"]: r for r in map(json.loads, RECORDS.read_text().splitlines()) if r}
+    load_before = _load()
+    model = LlamaCppModel(args.model, n_threads=args.n_threads)
+    try:
+        for case in cases:
+            rec = await record_case(model, case)
+            rec["load_before"] = load_before
+            old[case.id] = rec
+            print(json.dumps(rec), file=sys.stderr, flush=True)
+    finally:
+        await model.aclose()
+    load_after = _load()
+    for case in cases:
+        old[case.id]["load_after"] = load_after
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    RECORDS.write_text("".join(json.dumps(r) + "\n" for r in old.values()))
+
+
+def _matrix(records: list[dict[str, Any]]) -> Any:
+    import numpy as np
+
+    from tinyagent.run._no_tool import _logit
+
     rows = []
-    decisions = [(r["source"], d) for r in records for d in items(r)]
-    for t in grid:
-        pos = [(src, p, g) for src, (p, g, right) in decisions if right]
-        neg = [(src, p, g) for src, (p, g, right) in decisions if not right]
-        tpr = sum(g or p >= t for _, p, g in pos) / max(1, len(pos))
-        tnr = sum(not (g or p >= t) for _, p, g in neg) / max(1, len(neg))
-        by_source = {}
-        for source in sorted({s for s, _ in decisions}):
-            mine = [d for s, d in decisions if s == source]
-            by_source[source] = round(sum((g or p >= t) == right for p, g, right in mine) / len(mine), 3)
-        rows.append({"threshold": t, "join_recall": round(tpr, 3), "call_recall": round(tnr, 3),
-                     "balanced_accuracy": round((tpr + tnr) / 2, 4), "accuracy_by_source": by_source,
-                     "n_join": len(pos), "n_call": len(neg)})
-    best = max(rows, key=lambda r: (r["balanced_accuracy"], r["threshold"]))
-    return {"threshold": best["threshold"], "best": best, "greedy": rows[-1], "grid": rows}
+    for r in records:
+        f = r["features"]
+        rows.append([_logit(f.get("p_join", 0.0)), f.get("verify", 0.0), f.get("grounded", 1.0),
+                     f.get("overlap", 0.0)])
+    return np.array(rows, dtype=float)
 
 
-async def main() -> None:
+def _fit(x: Any, y: Any, use: tuple[str, ...] = FEATURES) -> dict[str, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    cols = [FEATURES.index(f) for f in use]
+    clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000).fit(x[:, cols], y)
+    weights = dict.fromkeys(FEATURES, 0.0)
+    weights.update({k: round(float(v), 4) for k, v in zip(use, clf.coef_[0], strict=True)})
+    return {"bias": round(float(clf.intercept_[0]), 4), **weights}
+
+
+def _cross_validate(train: list[dict[str, Any]], x: Any, y: Any, use: tuple[str, ...]) -> dict[str, float]:
+    """Out-of-fold P(no tool) per fitted record (stratified 5-fold)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    oof: dict[str, float] = {}
+    folds = StratifiedKFold(n_splits=min(5, int(y.sum()), int((~y).sum())), shuffle=True, random_state=0)
+    for tr, te in folds.split(x, y):
+        coefs = _fit(x[tr], y[tr], use)
+        for i in te:
+            oof[train[i]["id"]] = no_tool_probability(train[i]["features"], coefs)
+    return oof
+
+
+def _outcomes(records: list[dict[str, Any]], probs: dict[str, float], floor: float) -> dict[str, Any]:
+    """BFCL accuracy per category and the false-refusal rate, when plans with P(no tool) >= floor are refused."""
+    by_cat: dict[str, list[bool]] = {}
+    refused_needed = needed = refused_irrelevant = irrelevant = 0
+    for r in records:
+        refuse = r["id"] in probs and probs[r["id"]] >= floor
+        by_cat.setdefault(r["category"], []).append(r["correct_refused"] if refuse else r["correct_before"])
+        if r.get("needs_no_tool"):
+            irrelevant += bool(r.get("calls"))
+            refused_irrelevant += refuse
+        else:
+            needed += bool(r.get("calls"))
+            refused_needed += refuse
+    acc = {c: round(sum(v) / len(v), 4) for c, v in by_cat.items()}
+    return {"accuracy": acc, "mean_accuracy": round(sum(acc.values()) / len(acc), 4),
+            "false_refusal": round(refused_needed / max(1, needed), 4), "refused_needed": refused_needed,
+            "needed_with_calls": needed, "caught_irrelevant": refused_irrelevant,
+            "irrelevant_with_calls": irrelevant}
+
+
+def _pick_floor(records: list[dict[str, Any]], probs: dict[str, float]) -> float:
+    """The floor with the best mean BFCL accuracy whose false-refusal rate stays within the cap (ties: higher)."""
+    grid = [round(0.05 * i, 2) for i in range(2, 20)]
+    ok = [(t, _outcomes(records, probs, t)) for t in grid]
+    ok = [(t, o) for t, o in ok if o["false_refusal"] <= MAX_FALSE_REFUSAL] or [(1.01, {"mean_accuracy": 0})]
+    return max(ok, key=lambda item: (item[1]["mean_accuracy"], item[0]))[0]
+
+
+def _first(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The first ``n`` records of each category, by case index (what ``--limit n`` of bench_bfcl.py loads)."""
+    by_cat: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: bfcl.case_index(r["id"])):
+        by_cat.setdefault(r["category"], []).append(r)
+    return [r for items in by_cat.values() for r in items[:n]]
+
+
+def _evaluate(records: list[dict[str, Any]], use: tuple[str, ...]) -> dict[str, Any]:
+    """Fit on the fitted categories with ``use``, cross-validate, pick the floor; probabilities per scored id."""
+    import numpy as np
+
+    train = [r for r in records if r["calls"] and r["category"] in NEGATIVE + POSITIVE]
+    x, y = _matrix(train), np.array([bool(r["needs_no_tool"]) for r in train])
+    coefs = _fit(x, y, use)
+    # Cases outside the fitted categories (the parallel ones) are scored by the model fitted on everything.
+    full = {r["id"]: no_tool_probability(r["features"], coefs) for r in records if r["calls"]}
+    cv = {**full, **_cross_validate(train, x, y, use)}
+    floor = _pick_floor(records, cv)
+    return {"coefficients": coefs, "floor": floor, "n_fitted": len(train), "cv": cv, "full": full}
+
+
+def fit(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from tinyagent.run._no_tool import _could_refuse
+
+    records = [r for r in map(json.loads, RECORDS.read_text().splitlines()) if r and "error" not in r]
+    main, cheap = _evaluate(records, FEATURES), _evaluate(records, ("p_join", "grounded", "overlap"))
+    coefs, floor, cv = main["coefficients"], main["floor"], main["cv"]
+    scored = [r for r in records if r["calls"]]
+    asked = [r for r in scored if _could_refuse({k: v for k, v in r["features"].items() if k != "verify"},
+                                                floor, coefs)]
+    verify_s = [r["verify_s"] for r in scored]
+    first6 = _first(records, 6)
+    result = {
+        "command": "python benchmarks/calibrate_no_tool.py fit",
+        "n": len(records), "n_fitted": main["n_fitted"], "features": list(FEATURES),
+        "coefficients": coefs, "floor": floor, "max_false_refusal": MAX_FALSE_REFUSAL,
+        "before": _outcomes(records, {}, 2.0),
+        "after_cross_validated": _outcomes(records, cv, floor),
+        "after_in_sample": _outcomes(records, main["full"], floor),
+        "ablation_without_verify": {"coefficients": cheap["coefficients"], "floor": cheap["floor"],
+                                    "after_cross_validated": _outcomes(records, cheap["cv"], cheap["floor"])},
+        "limit6": {"ids": [r["id"] for r in first6], "before": _outcomes(first6, {}, 2.0),
+                   "after_cross_validated": _outcomes(first6, cv, floor),
+                   "after_cross_validated_without_verify": _outcomes(first6, cheap["cv"], cheap["floor"])},
+        "question_asked_share": round(len(asked) / max(1, len(scored)), 3),
+        "latency": {"verify_mean_s": round(float(np.mean(verify_s)), 3) if verify_s else None,
+                    "verify_median_s": round(float(np.median(verify_s)), 3) if verify_s else None,
+                    "plan_mean_s": round(float(np.mean([r["plan_s"] for r in records])), 3)},
+        "load": {"fit": _load(), "records": sorted({tuple(r.get("load_before", ())) for r in records}
+                                                     | {tuple(r.get("load_after", ())) for r in records})},
+        "cv_probabilities": {k: round(v, 4) for k, v in cv.items()},
+        "records": records,
+    }
+    with_q = result["after_cross_validated"]["mean_accuracy"]
+    without_q = result["ablation_without_verify"]["after_cross_validated"]["mean_accuracy"]
+    # The question costs a model call; it goes into the shipped model only if it helps under cross-validation.
+    result["chosen"] = ({"coefficients": coefs, "floor": floor, "question": True} if with_q > without_q else
+                        {"coefficients": cheap["coefficients"], "floor": cheap["floor"], "question": False})
+    result["shipped"] = {"coefficients": NO_TOOL_MODEL, "floor": NO_TOOL_FLOOR}
+    (RESULTS / "no_tool.json").write_text(json.dumps(result, indent=1))
+    shown = ("coefficients", "floor", "before", "after_cross_validated", "after_in_sample", "ablation_without_verify",
+             "question_asked_share", "latency", "chosen", "shipped")
+    print(json.dumps({k: result[k] for k in shown}, indent=1))
+    print(json.dumps({k: v for k, v in result["limit6"].items() if k != "ids"}, indent=1))
+
+
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument("--tool-every", type=int, default=3, help="every k-th train request that needs a tool")
-    ap.add_argument("--bfcl-skip", type=int, default=15)
-    ap.add_argument("--bfcl-n", type=int, default=12)
-    ap.add_argument("--output", default=str(RESULTS / "no_tool.json"))
+    sub = ap.add_subparsers(dest="step", required=True)
+    rec = sub.add_parser("record", help="plan even-indexed BFCL cases and record the features (slow)")
+    rec.add_argument("--model", default="qwen2.5-coder-1.5b")
+    rec.add_argument("--categories", default=",".join(NEGATIVE + POSITIVE))
+    rec.add_argument("--limit", type=int, default=6, help="even-indexed cases per category")
+    rec.add_argument("--n-threads", type=int, default=int(os.environ.get("BENCH_THREADS", "2")))
+    sub.add_parser("fit", help="fit and cross-validate on the records (fast)")
     args = ap.parse_args()
-
-    model = LlamaCppModel(args.model, n_threads=int(os.environ.get("BENCH_THREADS", "2")))
-    records: list[dict[str, Any]] = []
-    train = load_evalset("train")
-    chosen = [c for c in train if not c.calls] + [c for c in train if c.calls][::args.tool_every]
-    with tempfile.TemporaryDirectory() as data:
-        tools = builtin_tools(FunctionsSettings(data_dir=Path(data)))
-        for case in chosen:
-            pool = [Example(c.query, Plan.from_json(c.calls, answer=c.answer), c.today) for c in train if c is not case]
-            agent = Agent(tools, model=model, examples=pool)
-            rec = await record(agent, case.query, case.today, [c["name"] for c in case.calls], "functions-train",
-                               case.id, not case.calls)
-            records.append(rec)
-            print(json.dumps(rec), file=sys.stderr)
-    bfcl = load_cases(ensure_data(), categories=DEFAULT_CATEGORIES, limit=args.bfcl_skip + args.bfcl_n)
-    seen: dict[str, int] = {}
-    for case in bfcl:
-        seen[case.category] = seen.get(case.category, 0) + 1
-        if seen[case.category] <= args.bfcl_skip:
-            continue
-        agent = Agent(tools=ToolRegistry.from_openai(case.functions), model=model)
-        gold = [next(iter(answer)) for answer in case.ground_truth]
-        rec = await record(agent, case.question, dt.date(2026, 11, 30), gold, "bfcl-heldout", case.id,
-                           case.expects_no_call)
-        records.append(rec)
-        print(json.dumps(rec), file=sys.stderr)
-    await model.aclose()
-    ok = [r for r in records if "error" not in r]
-    no_tool = fit(ok, lambda r: [(r["p_join"], r["greedy_join"], r["needs_no_tool"])])
-    stop = fit(ok, lambda r: [tuple(item) for item in r["stop"]])
-    result = {"command": "python benchmarks/calibrate_no_tool.py " + " ".join(sys.argv[1:]),
-              "model": args.model, "n": len(records), "errors": len(records) - len(ok),
-              "no_tool": no_tool, "stop": stop, "records": records}
-    Path(args.output).write_text(json.dumps(result, indent=1))
-    summary = {name: {k: part[k] for k in ("threshold", "best", "greedy")} for name, part in
-               (("no_tool", no_tool), ("stop", stop))}
-    print(json.dumps(summary, indent=1))
+    if args.step == "record":
+        asyncio.run(record(args))
+    else:
+        fit(args)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

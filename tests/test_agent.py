@@ -93,7 +93,8 @@ async def test_first_step_dispatches_while_the_plan_is_still_streaming() -> None
     model = ScriptedModel([FANOUT, "Answer: ok"], chunk_chars=4, delay_s=0.01)
     agent = Agent(TOOLS, model=model)
     order = []
-    async for ev in agent.run_stream("x"):
+    # A first call whose values come from the request streams on past the no-tool check.
+    async for ev in agent.run_stream("Email Sid and Ann about lunch"):
         if isinstance(ev, StepPlanned | ToolStarted):
             order.append((ev.type, getattr(ev, "step", None) or ev.call.id))  # type: ignore[union-attr]
     # step 1 starts before step 3 is even planned

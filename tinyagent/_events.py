@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,6 +12,7 @@ from .models import Usage
 
 __all__ = [
     "AnswerEvent",
+    "NoToolCheck",
     "PlanResult",
     "ReplanEvent",
     "RunEvent",
@@ -98,6 +100,26 @@ class StepRecord:
         }
 
 
+@dataclass(frozen=True)
+class NoToolCheck:
+    """The no-tool decision on one plan.
+
+    Attributes:
+        features: the model's inputs (see the module docstring); ``verify`` is absent when the question was skipped
+            or the backend reports no probabilities.
+        probability: the fitted probability that the request needs no tool.
+        refused: the plan's calls were dropped (the plan became ``join()`` only).
+        asked: the verification question was asked.
+        elapsed_s: seconds the decision took (the question, mostly).
+    """
+
+    features: Mapping[str, float] = field(default_factory=dict)
+    probability: float = 0.0
+    refused: bool = False
+    asked: bool = False
+    elapsed_s: float = 0.0
+
+
 @dataclass
 class PlanResult:
     """The outcome of planning only.
@@ -117,6 +139,8 @@ class PlanResult:
             prompt (a routing signal; False without examples).
         no_tool_prob: the planner's probability of ``join`` as the first step (llama.cpp backends; else None).
         stop_probs: its probability of ``join`` at each later step.
+        no_tool_check: the no-tool decision on the plan (``AgentSettings.no_tool_check``); when it refused, ``plan``
+            is ``join()`` only and ``text`` still holds what the model wrote.
     """
 
     plan: Plan
@@ -132,6 +156,7 @@ class PlanResult:
     example_disagreement: bool = False
     no_tool_prob: float | None = None
     stop_probs: tuple[float, ...] = ()
+    no_tool_check: NoToolCheck | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (references as ``"$k"``)."""

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from .. import _examples
 from .._events import AnswerEvent, PlanResult, RunEvent, RunResult
 from .._executor import Executor
-from .._plan import Example
+from .._plan import Example, Plan
 from .._prompts import new_boundary
 from .._provenance import Provenance
 from .._routing_base import LocalOnly, RouteSignals, RoutingHook
@@ -20,6 +20,7 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import UserError
 from ..models import Model
 from ._loop import run_loop
+from ._no_tool import check_no_tool
 from ._plan import plan_once, planner_request
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
@@ -121,6 +122,11 @@ class Agent:
         model = setup.router.select("plan", RouteSignals(retrieval_uncertain=uncertain))
         request = planner_request(state, self.settings, setup.router, model, 1, ())
         model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
+        no_tool_prob = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
+        check = await check_no_tool(setup.router, model, request, completion, plan.calls, query, state.offer.tools,
+                                    self.settings, no_tool_prob, state.result.notes)
+        if check is not None and check.refused:
+            plan = Plan(calls=(), answer=plan.answer)
         prompt_tokens = completion.usage.input_tokens or model.count_tokens(
             "".join(str(m["content"]) for m in request.messages))
         return PlanResult(
@@ -136,8 +142,9 @@ class Agent:
             retrieval_uncertain=uncertain,
             example_disagreement=disagrees_with_examples(plan.calls, state.offer.examples,
                                                          by_similarity=setup.examples_by_similarity),
-            no_tool_prob=next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None),
+            no_tool_prob=no_tool_prob,
             stop_probs=tuple(p for name, p, _ in completion.preference_probs if name == STOP_PREF),
+            no_tool_check=check,
         )
 
     def plan_sync(

@@ -6,13 +6,16 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
+from .._events import NoToolCheck
 from .._plan import Call, Plan
 from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
 from ..errors import ModelError, PlanError
-from ..models import Model, ModelRequest
+from ..models import Completion, Model, ModelRequest
+from ._no_tool import check_no_tool, first_call_is_clear
 from ._plan import PlanStream, call_model, planner_request
 from ._retrieve import disagrees_with_examples
+from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
 
 __all__ = ["Attempt", "Escalation", "plan_and_execute"]
@@ -37,6 +40,7 @@ class Attempt:
         stream: the parsed stream (plan text, calls, completion, timing).
         error: what ended the call stream early (a plan or model error), else None.
         escalation: set when nothing ran because the router asked for a stronger planner.
+        no_tool: the no-tool decision on the (buffered) first plan; when it refused, nothing ran.
     """
 
     model: Model
@@ -44,11 +48,22 @@ class Attempt:
     stream: PlanStream
     error: BaseException | None = None
     escalation: Escalation | None = None
+    no_tool: NoToolCheck | None = None
+
+    @property
+    def refused(self) -> bool:
+        """The no-tool decision dropped the plan's calls."""
+        return self.no_tool is not None and self.no_tool.refused
 
     @property
     def plan(self) -> Plan:
-        """The calls parsed (all of them, or those before the error)."""
-        return Plan(calls=tuple(self.stream.parser.calls))
+        """The calls parsed (all of them, or those before the error; none when the no-tool decision refused)."""
+        return Plan() if self.refused else Plan(calls=tuple(self.stream.parser.calls))
+
+    @property
+    def text(self) -> str:
+        """The plan as the later prompts should see it (``1. join()`` when the no-tool decision refused)."""
+        return "1. join()" if self.refused else self.stream.parser.text
 
 
 async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
@@ -64,15 +79,42 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     stream = PlanStream(parser, raw, state.attempt, state.emit, started)
     attempt = Attempt(model, request, stream)
     verify = setup.router.needs_verification and state.attempt == 0
-    if setup.settings.streaming_execution and not verify:
-        attempt.error = await state.executor.execute_stream(stream.calls(), state.records, attempt=state.attempt)
-        return attempt
+    check_no_tool_first = setup.settings.no_tool_check != "off" and state.attempt == 0
+    calls = stream.calls()
     buffered: list[Call] = []
+    if setup.settings.streaming_execution and not verify:
+        if not check_no_tool_first:
+            attempt.error = await state.executor.execute_stream(calls, state.records, attempt=state.attempt)
+            return attempt
+        # Stream on unless the first call could be one that no tool should make (then buffer and decide).
+        try:
+            first = await anext(calls, None)
+        except (PlanError, ModelError) as exc:
+            attempt.error = exc
+            return attempt
+        if first is None or first_call_is_clear(first, request, state.query, state.offer.tools, setup.settings):
+            head = [] if first is None else [first]
+            attempt.error = await state.executor.execute_stream(_chain(head, calls), state.records,
+                                                                attempt=state.attempt)
+            return attempt
+        buffered.append(first)
     try:
-        async for call in stream.calls():
+        async for call in calls:
             buffered.append(call)
     except (PlanError, ModelError) as exc:
+        if setup.settings.streaming_execution and not verify:
+            # Held back only for the no-tool check: run what streaming would have run before the error.
+            await state.executor.execute_stream(_replay(buffered), state.records, attempt=state.attempt)
         attempt.error = exc
+        return attempt
+    if check_no_tool_first and stream.completion is not None:
+        attempt.no_tool = await check_no_tool(setup.router, attempt.model, request, stream.completion, buffered,
+                                              state.query, state.offer.tools, setup.settings,
+                                              _no_tool_prob(stream.completion), state.result.notes)
+        if attempt.refused:
+            return attempt
+    if not verify:
+        attempt.error = await state.executor.execute_stream(_replay(buffered), state.records, attempt=state.attempt)
         return attempt
     attempt.escalation = _escalation(setup, state, attempt, buffered)
     if attempt.escalation is None:
@@ -97,7 +139,18 @@ def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: li
     return Escalation(stronger, reason, check)
 
 
+def _no_tool_prob(completion: Completion) -> float | None:
+    return next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
+
+
 async def _replay(calls: list[Call]) -> AsyncIterator[Call]:
     for call in calls:
+        yield call
+
+
+async def _chain(head: list[Call], rest: AsyncIterator[Call]) -> AsyncIterator[Call]:
+    for call in head:
+        yield call
+    async for call in rest:
         yield call
 

@@ -42,7 +42,7 @@ async def run_loop(setup: RunSetup, state: RunState) -> RunResult:
             continue
         _count(state, attempt)
         state.result.plans.append(attempt.plan)
-        state.result.plan_texts.append(attempt.stream.parser.text)
+        state.result.plan_texts.append(attempt.text)
         state.timings["execute"] = time.perf_counter() - state.started - state.timings["plan"] - state.timings["join"]
         can_replan = state.attempt < setup.settings.max_replans
         if attempt.error is not None and await _after_error(state, attempt, can_replan):

@@ -7,7 +7,8 @@ from typing import Literal
 
 from .._grammar import GrammarOptions
 
-__all__ = ["AgentSettings", "NO_TOOL_PREF", "NO_TOOL_THRESHOLD", "STOP_PREF", "STOP_THRESHOLD"]
+__all__ = ["AgentSettings", "NO_TOOL_FLOOR", "NO_TOOL_MODEL", "NO_TOOL_PREF", "NO_TOOL_THRESHOLD", "STOP_PREF",
+           "STOP_THRESHOLD"]
 
 NO_TOOL_PREF = "no_tool"
 STOP_PREF = "stop"
@@ -18,6 +19,14 @@ NO_TOOL_THRESHOLD: float | None = None
 # Stopping: P(join) after a call is decisive (0.6-1.0 where the plan is complete); the floor fitted there loses no
 # needed call on the held-out data and ends the plans that went on past the request.
 STOP_THRESHOLD: float | None = 0.46
+# The no-tool decision after the first plan (tinyagent/run/_no_tool.py): a logistic model over P(join) at step 1
+# (as a logit), the model's own yes/no verification of its plan, argument grounding and request/tool word overlap.
+# Fitted by benchmarks/calibrate_no_tool.py on even-indexed BFCL cases (benchmarks/results/no_tool.json).
+# The verification question got no weight: with it the cross-validated result was no better (12 vs 14 of 21 wrong
+# calls caught, no needed call dropped either way) and it costs ~0.7 s, so the default model leaves it out.
+NO_TOOL_MODEL: dict[str, float] = {"bias": 2.654, "p_join": 0.2703, "verify": 0.0, "grounded": -2.5071,
+                                   "overlap": -0.5241}
+NO_TOOL_FLOOR: float = 0.65
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,12 @@ class AgentSettings:
             plain greedy decoding (the default: on held-out data no floor separated the two kinds of request without
             dropping needed calls). Applies to backends that expose logits (llama.cpp); the probability is measured
             either way and reported as ``PlanResult.no_tool_prob``.
+        no_tool_check: after the first plan, decide whether its calls fit the request at all, and drop them when
+            not (``tinyagent.run._no_tool``): ``"auto"`` asks the planner model a short yes/no question about its
+            plan (sharing the plan's KV prefix) only when the answer could change the decision; ``"measure"``
+            always asks and never changes the plan (calibration); ``"off"``: no check. The first plan of a run is
+            then buffered before it runs.
+        no_tool_floor: drop the calls when the fitted probability that no tool is needed reaches this.
         stop_threshold: the same floor for ``join`` at every later step (ends a plan that goes on past the request);
             None: greedy.
         tool_order: how retrieved tools are listed in the prompt. ``"registry"`` (default): in registry order, so
@@ -64,5 +79,7 @@ class AgentSettings:
     streaming_execution: bool = True
     no_tool_threshold: float | None = NO_TOOL_THRESHOLD
     stop_threshold: float | None = STOP_THRESHOLD
+    no_tool_check: Literal["auto", "measure", "off"] = "auto"
+    no_tool_floor: float = NO_TOOL_FLOOR
     tool_order: Literal["registry", "relevance"] = "registry"
     grounding: bool = True

@@ -1,0 +1,217 @@
+"""The no-tool decision: after the first plan, whether its calls fit the request at all.
+
+Small planners call a loosely related tool rather than none ("turn off the lights" -> a maps tool). P(``join``) at
+step 1 alone does not separate the two kinds of request, so the decision combines four signals in a small logistic
+model fitted by ``benchmarks/calibrate_no_tool.py`` (coefficients in :data:`~._settings.NO_TOOL_MODEL`):
+
+* ``p_join``: the logit of the planner's probability of ``join`` as the first step (measured while planning);
+* ``verify``: the log-odds of "yes" against "no" when the same model is asked whether the tools it called do what
+  the request asks. The question continues the planner's conversation, so llama.cpp reuses the KV cache of the
+  whole prompt and plan and evaluates only the question (about 60 tokens);
+* ``grounded``: the share of the plan's literal argument values that appear in the request (invented values are a
+  sign the tool does not fit);
+* ``overlap``: the share of the request's content words found in the called tools' names, descriptions and
+  parameters.
+
+All of them are schema and text driven; nothing is keyed to a tool's name. The question is asked only when its
+answer could change the decision; the fitted model for qwen2.5-coder-1.5b gives it no weight (on even-indexed BFCL
+the verifier says "yes" to its own plans about as readily whether or not a tool fits: P(yes) 0.6-0.75 for both), so
+by default the decision is the three free signals and costs no model call. ``no_tool_check="measure"`` still asks,
+so a larger planner can be calibrated with the question.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._events import NoToolCheck
+from .._plan import Call, Ref
+from .._routing_base import RoutingHook
+from .._tools import Tool
+from ..errors import BudgetExceeded, ModelError
+from ..models import Completion, Model, ModelRequest, Preference
+from ._plan import call_model
+from ._settings import NO_TOOL_MODEL, AgentSettings
+
+__all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
+           "plan_features", "verify_feature", "verify_request"]
+
+VERIFY_QUESTION = (
+    "Check the plan before it runs. Does the tool you called really do what the request asks (not just something "
+    "on a related topic)? If no listed tool can do it, answer no. Answer yes or no.")
+_YES = ("yes", "Yes")
+_NO = ("no", "No")
+VERIFY_PREFS = tuple(Preference(f"verify:{word}", r"\A\Z", word) for word in _YES + _NO)
+_CLIP = 6.0
+_STOP = frozenset("""
+the a an and or of to in on for with at by from is are be can you me my i it this that what which
+how please do does will would could should about into as your our we us want need get give tell show
+find some any all there their them they he she his her its was were has have had not no yes if then
+than also just
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _words(text: str) -> list[str]:
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return [w for w in re.findall(r"[a-z0-9]+", spaced.lower().replace("_", " ")) if w not in _STOP]
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 else word
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _leaves(item)
+    elif not isinstance(value, Ref) and value is not None and not isinstance(value, bool):
+        yield value
+
+
+def _grounded(value: Any, request: str, request_stems: set[str]) -> bool:
+    if isinstance(value, int | float):
+        number = float(value)
+        text = str(int(number)) if number.is_integer() else str(number)
+        return text in request
+    words = [_stem(w) for w in _words(str(value))]
+    if not words:
+        return True  # punctuation only: nothing invented
+    return str(value).lower() in request.lower() or sum(w in request_stems for w in words) >= len(words) / 2
+
+
+def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) -> dict[str, float]:
+    """``grounded`` and ``overlap`` of a plan (pure text features, no model)."""
+    request_words = _words(query)
+    request_stems = {_stem(w) for w in request_words}
+    leaves = [v for c in calls for v in _leaves(c.args)]
+    grounded = sum(_grounded(v, query, request_stems) for v in leaves) / len(leaves) if leaves else 1.0
+    tool_stems: set[str] = set()
+    for name in {c.name for c in calls}:
+        tool = tools.get(name)
+        if tool is None:
+            continue
+        props = tool.parameters.get("properties", {})
+        text = " ".join([tool.name, tool.description or "", *props,
+                         *(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))])
+        tool_stems |= {_stem(w) for w in _words(text)}
+    content = [w for w in request_words if not w.isdigit() and len(w) > 2]
+    overlap = sum(_stem(w) in tool_stems for w in content) / len(content) if content else 0.0
+    return {"grounded": round(grounded, 4), "overlap": round(overlap, 4)}
+
+
+def verify_request(planner: ModelRequest, plan_text: str) -> ModelRequest:
+    """The verification question as a follow-up of the planner's conversation (same prefix, so the KV is reused)."""
+    messages = [*planner.messages, {"role": "assistant", "content": plan_text.strip()},
+                {"role": "user", "content": VERIFY_QUESTION}]
+    return ModelRequest(messages=messages, max_tokens=1, prefer=VERIFY_PREFS)
+
+
+def verify_feature(completion: Completion) -> float | None:
+    """log P(yes) - log P(no) of the answer's first token, clipped; None when nothing was measured."""
+    probs = {name: p for name, p, _ in completion.preference_probs if name.startswith("verify:")}
+    if not probs:
+        return None
+    yes = sum(probs.get(f"verify:{w}", 0.0) for w in _YES)
+    no = sum(probs.get(f"verify:{w}", 0.0) for w in _NO)
+    return max(-_CLIP, min(_CLIP, math.log(yes + 1e-6) - math.log(no + 1e-6)))
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+def no_tool_probability(features: Mapping[str, float], model: Mapping[str, float] | None = None) -> float:
+    """The fitted probability that no tool is needed (``model``: coefficients, default the fitted
+    ``NO_TOOL_MODEL``). ``features`` holds ``p_join`` as a probability; a missing ``verify`` counts as 0."""
+    model = NO_TOOL_MODEL if model is None else model
+    x = {"p_join": _logit(features.get("p_join", 0.0)), "verify": features.get("verify", 0.0),
+         "grounded": features.get("grounded", 1.0), "overlap": features.get("overlap", 0.0)}
+    z = model.get("bias", 0.0) + sum(model.get(k, 0.0) * v for k, v in x.items())
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _could_refuse(features: Mapping[str, float], floor: float, model: Mapping[str, float]) -> bool:
+    """Whether some answer to the question could lift the probability to the floor."""
+    worst = _CLIP if model.get("verify", 0.0) > 0 else -_CLIP
+    return no_tool_probability({**features, "verify": worst}, model) >= floor
+
+
+def _worth_asking(features: Mapping[str, float], floor: float, model: Mapping[str, float]) -> bool:
+    """Whether the answer could change the decision: some answer refuses and some keeps the plan (a model that
+    gives the question no weight never asks)."""
+    if model.get("verify", 0.0) == 0.0:
+        return False
+    best = -_CLIP if model.get("verify", 0.0) > 0 else _CLIP
+    return _could_refuse(features, floor, model) and no_tool_probability({**features, "verify": best}, model) < floor
+
+
+def _request_text(planner: ModelRequest, query: str) -> str:
+    """The request as the planner saw it: the query plus the values resolved from it (dates, times), which the
+    planner may copy into arguments; without the conversation history."""
+    last = str(planner.messages[-1].get("content", "")) if planner.messages else ""
+    at = last.rfind("Request: " + query)
+    return last[at + len("Request: "):] if at >= 0 else query
+
+
+def first_call_is_clear(call: Call, planner: ModelRequest, query: str, tools: Mapping[str, Tool],
+                        settings: AgentSettings) -> bool:
+    """True when the plan's first call alone rules out a refusal, whatever P(join) turns out to be: a planner that
+    wrote a call gave ``join`` at most 1/2 (greedy took the call), and no answer to the question could lift the
+    probability to the floor. Such plans keep streaming into the executor (and are not checked further)."""
+    if settings.no_tool_check != "auto":
+        return settings.no_tool_check == "off"
+    features = {"p_join": 0.5, **plan_features(_request_text(planner, query), [call], tools)}
+    return not _could_refuse(features, settings.no_tool_floor, NO_TOOL_MODEL)
+
+
+async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest, completion: Completion,
+                        calls: Sequence[Call], query: str, tools: Mapping[str, Tool], settings: AgentSettings,
+                        p_join: float | None, notes: list[str]) -> NoToolCheck | None:
+    """Decide whether the first plan's calls should be dropped (None: the check is off or the plan has no calls).
+
+    A plan whose first call is clear (:func:`first_call_is_clear`) is kept unchecked (``NoToolCheck()``, nothing
+    measured). With ``settings.no_tool_check == "measure"`` every plan is measured and the question always asked,
+    and the plan never changed (for calibration). A failed or unaffordable question counts as no answer.
+    """
+    if settings.no_tool_check == "off" or not calls:
+        return None
+    if first_call_is_clear(calls[0], planner, query, tools, settings):
+        return NoToolCheck(probability=0.0)
+    started = time.perf_counter()
+    features: dict[str, float] = {"p_join": p_join if p_join is not None else 0.0,
+                                  **plan_features(_request_text(planner, query), calls, tools)}
+    floor = settings.no_tool_floor
+    measure = settings.no_tool_check == "measure"
+    asked = False
+    if measure or _worth_asking(features, floor, NO_TOOL_MODEL):
+        asked = True
+        value = await _ask(router, model, verify_request(planner, completion.text), notes)
+        if value is not None:
+            features["verify"] = round(value, 4)
+    probability = no_tool_probability(features, NO_TOOL_MODEL)
+    refused = not measure and probability >= floor
+    if refused:
+        notes.append(f"plan: no tool fits the request (P(no tool) {probability:.2f} >= {floor}); "
+                     f"dropped {', '.join(c.name for c in calls)}")
+    return NoToolCheck(features, round(probability, 4), refused, asked, time.perf_counter() - started)
+
+
+async def _ask(router: RoutingHook, model: Model, request: ModelRequest, notes: list[str]) -> float | None:
+    try:
+        model, stream = await call_model(router, model, request, "verify", notes)
+        completion: Completion | None = None
+        async for item in stream:
+            if isinstance(item, Completion):
+                completion = item
+    except (ModelError, BudgetExceeded) as exc:
+        notes.append(f"no-tool check skipped: {exc}")
+        return None
+    return verify_feature(completion) if completion is not None else None

@@ -18,7 +18,7 @@ __all__ = ["object_phrase", "producer_graph", "reciprocal_rank_fusion"]
 
 # Words that end a name's object phrase: ``get_zipcode_based_on_city`` produces a "zipcode", ``get_user_id`` a
 # "user id". English function words, not tool names.
-_PHRASE_END = frozenset("based by on for from of in with to at via using per".split())
+_PHRASE_END = frozenset(["based", "by", "on", "for", "from", "of", "in", "with", "to", "at", "via", "using", "per"])
 
 
 def object_phrase(name: str) -> tuple[str, ...]:

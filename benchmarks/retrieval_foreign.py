@@ -107,7 +107,8 @@ def multi_turn_setup(data: Path, suites: Sequence[str] = DEFAULT_SUITES) -> tupl
 def live_setup(data: Path, limit: int | None = None) -> list[tuple[list[dict[str, Any]], Request]]:
     """Each even-indexed ``multiple``/``live_multiple`` case: its offered functions and its request."""
     out = []
-    for case in load_cases(data, LIVE_CATEGORIES, limit, parity="even"):
+    # Without BFCL's "Note that the provided function is in Python 3 syntax." (a prompt hint, not tool text).
+    for case in load_cases(data, LIVE_CATEGORIES, limit, language_hint=False, parity="even"):
         gold = frozenset(next(iter(call)) for call in case.ground_truth)
         if gold:
             out.append((list(case.functions), Request(case.id, case.question, gold)))

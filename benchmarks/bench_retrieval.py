@@ -1,10 +1,11 @@
 """Tool retrieval benchmark: recall, tools offered, prompt tokens and latency; planner accuracy and latency with and
 without retrieval. Writes ``benchmarks/results/retrieval.json`` with one entry per registry (``functions``,
-``stress``).
+``stress``) and ``foreign``: registries the team did not write, with no examples (see ``retrieval_foreign.py``).
 
 Usage (anything that loads an LLM must hold the heavy lock on a shared machine)::
 
     python benchmarks/bench_retrieval.py --skip-planner                 # retrieval only, no LLM
+    python benchmarks/bench_retrieval.py --foreign-only                 # only the foreign registries (no LLM)
     flock /tmp/tinyagent-heavy.lock python benchmarks/bench_retrieval.py --planner-limit 40
     flock /tmp/tinyagent-heavy.lock python benchmarks/bench_retrieval.py --llama-embed   # + llama.cpp embeddings
 
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import statistics
 import sys
 import time
@@ -46,6 +48,9 @@ from tinyagent.retrieval import (  # noqa: E402
     stress_registry,
 )
 from tinyagent.scoring import EvalCase, dag_success, load_evalset  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import retrieval_foreign as foreign  # noqa: E402
 
 log = logging.getLogger("bench_retrieval")
 OUT = ROOT / "benchmarks" / "results" / "retrieval.json"
@@ -348,6 +353,56 @@ def planner_only(args: argparse.Namespace, registries: dict[str, ToolRegistry], 
     return 0
 
 
+def foreign_results(args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 15: the default retriever, fitted with no examples, on registries the team did not write."""
+    from tinyagent.evals.bfcl import ensure_data
+    from tinyagent.retrieval import default_embedder_dir, default_retriever
+
+    load_before = os.getloadavg()
+    data = ensure_data()
+    makers: dict[str, Callable[[], Any]] = {"default": lambda: default_retriever(embedder=False)}
+    if (default_embedder_dir() / "model.onnx").is_file():
+        embedder = OnnxEmbedder(threads=1)
+        makers["default_minilm"] = lambda: default_retriever(embedder=embedder)
+    specs, requests = foreign.multi_turn_setup(data, foreign.DEFAULT_SUITES)
+    live = foreign.live_setup(data, args.live_limit or None)
+    out: dict[str, Any] = {}
+    for name, make in makers.items():
+        alone = foreign.measure_registry(make, ToolRegistry.from_openai(specs), requests)
+        crowded = foreign.measure_registry(make, foreign.with_distractors(specs), requests)
+        multiple = foreign.measure_per_case(make, live)
+        out[name] = {"bfcl_multi_turn_alone": alone, "bfcl_multi_turn": crowded, "bfcl_multiple": multiple}
+        for reg, entry in out[name].items():
+            log.info("foreign %-15s %-22s recall %.4f  all %.4f  tools %.2f  p50 %.2f ms  p95 %.2f ms", name, reg,
+                     entry["recall"], entry["all_tools_found"], entry["mean_tools_offered"], entry["latency_ms_p50"],
+                     entry["latency_ms_p95"])
+    out["meta"] = {
+        "suites": list(foreign.DEFAULT_SUITES), "user_tools": len(specs), "distractors": foreign.DISTRACTORS,
+        "multi_turn_requests": len(requests), "multiple_categories": list(foreign.LIVE_CATEGORIES),
+        "multiple_cases": len(live), "examples": 0, "parity": "even",
+        "retrievers": {"default": "default_retriever() without MiniLM (a new user's install: BM25 only)",
+                       "default_minilm": "default_retriever() with the exported MiniLM (onnxruntime, 1 thread)"},
+        "command": " ".join(["python", "benchmarks/bench_retrieval.py", *sys.argv[1:]]),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+    }
+    return out
+
+
+def write_foreign(args: argparse.Namespace) -> int:
+    """``--foreign-only``: measure the foreign registries and store them under ``foreign``, keeping the rest."""
+    results = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    before = results.get("foreign", {}).get("before")
+    results["foreign"] = foreign_results(args)
+    if before is not None:
+        results["foreign"]["before"] = before
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    log.info("wrote %s", args.out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -369,8 +424,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-without", action="store_true",
                         help="with --planner-only: keep the no-retrieval arm --out holds (it does not depend on the "
                         "retriever or on how retrieved tools are ordered) and plan only with retrieval")
+    parser.add_argument("--foreign-only", action="store_true",
+                        help="only the registries the team did not write (key foreign); everything else is kept")
+    parser.add_argument("--skip-foreign", action="store_true", help="leave the foreign registries out")
+    parser.add_argument("--live-limit", type=int, default=0, help="BFCL multiple/live_multiple cases (0 = all)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.foreign_only:
+        return write_foreign(args)
+    load_before = os.getloadavg()
 
     train, test = load_evalset("train"), load_evalset("test")
     pool = [as_example(c) for c in train]
@@ -464,12 +526,16 @@ def main(argv: list[str] | None = None) -> int:
         "token_counter": count.name,
         "planner": None if args.skip_planner else args.planner_model,
         "date": time.strftime("%Y-%m-%d %H:%M"),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "note": "recall = mean per-request share of gold tools offered (requests that need a tool); "
         "all_tools_found = share of those requests with every gold tool offered; latency = one retrieve() call, "
         "onnxruntime on 1 thread",
     }
     for reg_name in registries:
         results[reg_name]["meta"] = meta
+    if not args.skip_foreign:
+        results["foreign"] = foreign_results(args)
     # Merge into an earlier file: a retrieval-only run keeps the planner numbers of an earlier planner run, and a
     # planner run keeps whatever else the file holds (other registries, keys this run did not produce).
     if args.out.is_file():

@@ -279,10 +279,13 @@ def test_siblings_join_only_when_the_request_names_their_noun_and_one_is_offered
         "open_note", "create_note", "search_notes"]
     assert with_siblings(["open_note"], "Open the passport page", families, names) == ["open_note"]
     assert with_siblings(["send_email"], "New note about the offsite", families, names) == ["send_email"]
-    hybrid = HybridRetriever(embedder=False, k=1, margin=0.0, expand_dependencies=False)
+    # max_tools below the registry size (a registry of at most max_tools tools is offered whole)
+    hybrid = HybridRetriever(embedder=False, k=1, margin=0.0, expand_dependencies=False, max_tools=4, fill_ratio=1)
     hybrid.fit(ToolRegistry([Tool.from_openai({"name": n, "description": n.replace("_", " ")}) for n in names]))
     assert set(hybrid.retrieve("open my note on the passport").tools) >= {"open_note", "create_note", "search_notes"}
-    off = HybridRetriever(embedder=False, k=1, margin=0.0, expand_dependencies=False, sibling_max=0)
+    off = HybridRetriever(
+        embedder=False, k=1, margin=0.0, expand_dependencies=False, sibling_max=0, max_tools=4, fill_ratio=1
+    )
     off.fit(ToolRegistry([Tool.from_openai({"name": n, "description": n.replace("_", " ")}) for n in names]))
     assert off.retrieve("open my note on the passport").tools == ("open_note",)
 

@@ -20,8 +20,9 @@ from ._classifier import (
 )
 from ._deps import require
 from ._embedding import Embedder, load_embedder
+from ._schema import producer_graph, reciprocal_rank_fusion, toolkits
 from ._scoring import ScoringRetriever
-from ._text import hashed_features, words
+from ._text import hashed_features, tool_document, words
 from ._zeroshot import ZeroShotScorer
 
 __all__ = ["HybridRetriever", "default_retriever"]
@@ -39,6 +40,12 @@ class HybridRetriever(ScoringRetriever):
       one, the ``extra_k`` best of the tools it does not know are added (tools registered after training).
     * Dependencies learned from example plans (and from the classifier's training data) are added: a chosen tool
       brings the tools it usually needs (``send_email`` brings the address lookup when the data shows that link).
+    * Without a classifier (a registry that came with no training data, e.g. one the team did not write), the
+      rankings of BM25, embedding cosine and example votes are combined by reciprocal-rank fusion, which needs no
+      common scale; the ``k`` best are offered, then the tools their parameters need (:func:`producer_graph`: a
+      parameter that asks for the thing another tool's name produces), their siblings, and further tools while
+      their fused score stays within ``fill_ratio`` of the ``k``-th one, never more than ``max_tools`` in all. A
+      registry of at most ``max_tools`` tools is offered whole (the cut would only risk recall).
     * Siblings: tools whose names share an object noun (``create_note``, ``open_note``, ``search_notes``) form a
       family. When the request names that noun and one of the family is offered, the whole family is: a learned
       signal that found "a note tool" is weak evidence about *which* one, and which one is the planner's job
@@ -58,6 +65,9 @@ class HybridRetriever(ScoringRetriever):
         margin: uncertainty margin of the fused ranking (see :class:`ScoringRetriever`).
         threads: onnxruntime threads.
         sibling_max: the largest tool family offered as siblings (0: none).
+        max_tools: without a classifier, the most tools offered per request (dependencies and siblings included).
+        fill_ratio: without a classifier, further tools are offered while their fused score is at least this share
+            of the ``k``-th tool's.
 
     Raises:
         ConfigurationError: the classifier or embedder folder holds no model.
@@ -77,6 +87,8 @@ class HybridRetriever(ScoringRetriever):
         margin: float = 0.02,
         threads: int = 1,
         sibling_max: int = 6,
+        max_tools: int = 10,
+        fill_ratio: float = 0.85,
     ) -> None:
         super().__init__(
             k=k,
@@ -94,7 +106,14 @@ class HybridRetriever(ScoringRetriever):
             self.embedder = load_embedder(None if embedder is True else embedder)  # type: ignore[arg-type]
         if self.model is not None and self.model.uses_embedding and self.embedder is None:
             raise ConfigurationError("this classifier was trained with sentence embeddings; pass an embedder")
+        if max_tools < k:
+            raise ConfigurationError(f"max_tools ({max_tools}) must be at least k ({k})")
         self.extra_k = extra_k
+        self.max_tools = max_tools
+        self.fill_ratio = fill_ratio
+        self._producers: dict[str, dict[str, float]] = {}
+        self._kits: list[int] = []
+        self._kit_bm25: BM25Index | None = None
         self.sibling_max = sibling_max
         self._families: dict[str, frozenset[str]] = {}
         self.weights = weights
@@ -107,9 +126,30 @@ class HybridRetriever(ScoringRetriever):
         self._zero_shot: ZeroShotScorer | None = None
 
     # -- indexing ---------------------------------------------------------------------------------------------
+    def _documents(self, registry: ToolRegistry) -> list[str]:
+        self._kits, descriptions, openings = toolkits([registry[n].description for n in self._names])
+        self._kit_bm25 = None
+        if openings:
+            names: list[list[str]] = [[] for _ in openings]
+            for name, kit in zip(self._names, self._kits, strict=True):
+                if kit >= 0:
+                    names[kit].append(name)
+            self._kit_bm25 = BM25Index([f"{o} {' '.join(n)}" for o, n in zip(openings, names, strict=True)])
+        return [tool_document(registry[n], description=d) for n, d in zip(self._names, descriptions, strict=True)]
+
+    def _kit_scores(self, query: str) -> Any:
+        """Each tool's toolkit's match with the query (0 outside toolkits): the boilerplate, scored once per kit."""
+        np = self._np
+        if self._kit_bm25 is None:
+            return None
+        per_kit = self._kit_bm25.scores(query)
+        kits = np.asarray(self._kits, dtype=np.int64)
+        return np.where(kits >= 0, per_kit[np.maximum(kits, 0)], 0.0).astype(np.float32)
+
     def _index(self, registry: ToolRegistry, documents: list[str]) -> None:
         np = self._np
         self._families = noun_families(self._names, self.sibling_max)
+        self._producers = producer_graph(registry, kits=self._kits) if self.expand_dependencies else {}
         self._bm25 = BM25Index(documents)
         self._docs = self.embedder.embed(documents) if self.embedder is not None else None
         if self.model is not None:
@@ -187,14 +227,32 @@ class HybridRetriever(ScoringRetriever):
         probs = self.model.predict({"embedding": emb, "words": hashed_features([query], self.model.hash_dim)})[0]
         return np.where(self._known, probs[np.maximum(self._columns, 0)], 0.0).astype(np.float32)
 
+    def _ranked(self, query: str, vector: Any, sims: Any = None) -> Any:
+        """Reciprocal-rank fusion of BM25, embedding cosine and example votes (the rule without a classifier)."""
+        assert self._bm25 is not None and self._selector is not None
+        rankings = [self._bm25.scores(query)]
+        kit = self._kit_scores(query)
+        if kit is not None:
+            rankings.append(kit)
+        if self._docs is not None and vector is not None:
+            rankings.append(self._docs @ vector)
+        if len(self._selector.examples) > 0 and self._example_tools is not None:
+            if sims is None:
+                selector = self._selector
+                sims = selector.similarities(vector if vector is not None else selector.query_vector(query))
+            rankings.append(self._votes(sims))
+        return reciprocal_rank_fusion(rankings)
+
     def _score(self, query: str, vector: Any, sims: Any = None) -> Any:
         np = self._np
-        fused = self._fused(query, vector, sims)
         if self.model is None:
-            return fused
+            return self._ranked(query, vector, sims)
+        fused = self._fused(query, vector, sims)
         return np.where(self._known, self._probabilities(query, vector), fused).astype(np.float32)
 
     def _normalized(self, raw: Any) -> Any:
+        if self.model is None:
+            return super()._normalized(raw)  # reciprocal-rank scores: best tool = 1
         return raw  # probabilities and fused scores are already on 0..1
 
     def _hint_scores(self, hint: str) -> Any:
@@ -207,8 +265,34 @@ class HybridRetriever(ScoringRetriever):
         return self._np.maximum(self._score(hint, vector), lexical)
 
     def _choose(self, raw: Any, sims: Any, query: str = "", vector: Any = None) -> tuple[list[str], bool]:
+        if self.model is None or not self._known.any():
+            return self._choose_untrained(raw, query)
         tools, unsure = self._choose_tools(raw, sims, query, vector)
         return with_siblings(tools, query, self._families, self._names), unsure
+
+    def _choose_untrained(self, raw: Any, query: str) -> tuple[list[str], bool]:
+        """The ``k`` best, their producers and siblings, then more while the score holds, at most ``max_tools``."""
+        np = self._np
+        order = [int(i) for i in np.argsort(-raw, kind="stable")]
+        if len(order) <= self.max_tools:
+            return [self._names[i] for i in order], False
+        unsure = float(raw[order[0]]) <= 0.0
+        tools = [self._names[i] for i in order[: self.k]]
+        needed = [p for t in tools for p in sorted(self._producers.get(t, {}), key=lambda p: -self._producers[t][p])]
+        for extra in (needed, with_siblings(tools, query, self._families, self._names)[len(tools) :]):
+            for name in extra:
+                if name not in tools and len(tools) < self.max_tools:
+                    tools.append(name)
+        floor = self.fill_ratio * float(raw[order[self.k - 1]])
+        # Toolkit mates of the best tools first: a request that needs one tool of a toolkit often needs another
+        # (the session, the precondition), and an unrelated distractor seldom.
+        kits = {self._kits[i] for i in order[: self.k] if self._kits[i] >= 0}
+        for i in sorted(order[self.k :], key=lambda i: self._kits[i] not in kits):
+            if len(tools) >= self.max_tools or (not unsure and float(raw[i]) < floor):
+                break
+            if self._names[i] not in tools:
+                tools.append(self._names[i])
+        return tools, unsure
 
     def _choose_tools(self, raw: Any, sims: Any, query: str, vector: Any) -> tuple[list[str], bool]:
         np = self._np

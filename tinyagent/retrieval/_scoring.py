@@ -79,6 +79,10 @@ class ScoringRetriever(abc.ABC):
         ``vector`` is from :meth:`_encode`; ``sims`` are the query's similarities to the example pool, when known.
         """
 
+    def _documents(self, registry: ToolRegistry) -> list[str]:
+        """The text each tool is indexed by, in registry order (:func:`tool_document`)."""
+        return [tool_document(registry[n]) for n in self._names]
+
     def _encode(self, query: str) -> Any:
         """A query representation shared by tool scoring and example selection (an embedding), or None."""
         return None
@@ -122,7 +126,7 @@ class ScoringRetriever(abc.ABC):
         if len(registry) == 0:
             raise ConfigurationError("cannot fit a retriever on an empty tool registry; add tools first")
         self._names = list(registry)
-        self._index(registry, [tool_document(registry[n]) for n in self._names])
+        self._index(registry, self._documents(registry))
         known = set(self._names)
         pool = [e for e in examples if e.tool_names <= known]
         if len(pool) < len(examples):

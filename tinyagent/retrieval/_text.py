@@ -23,23 +23,41 @@ _STOPWORD_TEXT = (
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-def tool_document(tool: Tool, max_chars: int = 1000) -> str:
-    """The text a tool is indexed by: its name split into words, its description, its parameters.
+def tool_document(tool: Tool, max_chars: int = 1000, description: str | None = None) -> str:
+    """The text a tool is indexed by: its name split into words, its description, its parameters (names,
+    descriptions and allowed values).
 
     Args:
         tool: the tool.
         max_chars: the document is cut to this length (long BFCL descriptions would dominate otherwise).
+        description: the description to use instead of the tool's own (e.g. without a toolkit's boilerplate).
 
     Returns:
         One line of plain text.
     """
-    parts = [_split_identifier(tool.name) + ".", tool.description.strip()]
+    text = tool.description if description is None else description
+    parts = [_split_identifier(tool.name) + ".", text.strip()]
     props: Mapping[str, Any] = tool.parameters.get("properties", {})
     for pname, schema in props.items():
         desc = schema.get("description", "") if isinstance(schema, Mapping) else ""
         parts.append(f"{_split_identifier(pname)}: {desc}".strip().rstrip(":"))
+        values = _enum_values(schema)
+        if values and not all(v in desc for v in values):  # BFCL writes "[Enum]: [...]" into the description
+            parts.append("(" + ", ".join(values) + ")")
     text = " ".join(p for p in parts if p)
     return " ".join(text.split())[:max_chars]
+
+
+def _enum_values(schema: Any, limit: int = 12) -> list[str]:
+    """The allowed values of a parameter (``enum``, also inside ``items``), as text: users name them."""
+    if not isinstance(schema, Mapping):
+        return []
+    values = schema.get("enum")
+    if values is None and isinstance(schema.get("items"), Mapping):
+        values = schema["items"].get("enum")
+    if not isinstance(values, list):
+        return []
+    return [str(v) for v in values[:limit] if isinstance(v, str | int | float) and not isinstance(v, bool)]
 
 
 def terms(text: str) -> list[str]:

@@ -24,7 +24,9 @@ Answer quality is checked automatically (:func:`check`), per case:
   by "no", "none", "nothing", "free" ….
 * **hallucinations**: email addresses, phone numbers, URLs and ISO dates in the answer that appear neither in the
   request nor in any result or argument.
-* a case **passes** when every fact is found and nothing is hallucinated.
+* a case **passes** when every fact is found and nothing is hallucinated. The **lenient** variant also accepts a
+  recipient that was looked up when the answer names whom it was looked up for ("sent to Zoë" for
+  zoe.mueller@example.de), and a label in any case or with its words in another order.
 """
 
 from __future__ import annotations
@@ -142,6 +144,17 @@ def _atoms(value: Any) -> list[str] | None:
     return None
 
 
+def lookup_names(steps: Sequence[StepRecord]) -> dict[str, list[str]]:
+    """For each value a step's result holds, the string arguments of that step (whom it was looked up for)."""
+    out: dict[str, list[str]] = {}
+    for step in steps:
+        if step.ok:
+            for value in _resolve(step.result, {}):
+                if isinstance(value, str):
+                    out.setdefault(value, []).extend(v for v in step.args.values() if isinstance(v, str))
+    return out
+
+
 def facts(steps: Sequence[StepRecord], tools: dict[str, Tool]) -> list[tuple[str, str]]:
     """``(kind, value)`` pairs the answer must hold (see the module docstring)."""
     records = {s.id: s for s in steps}
@@ -246,6 +259,11 @@ def check(query: str, steps: Sequence[StepRecord], tools: dict[str, Tool], answe
     """Facts found and missed, and values in the answer that nothing supports."""
     want = facts(steps, tools)
     missed = [f"{k}: {v}" for k, v in want if not found(k, v, answer, today)]
+    names = lookup_names(steps)
+    words = set(re.findall(r"\w+", answer.casefold()))
+    lenient = [f"{k}: {v}" for k, v in want if not found(k, v, answer, today)
+               and not (k == "recipient" and any(n.casefold() in answer.casefold() for n in names.get(v, [])))
+               and not (k == "label" and set(re.findall(r"\w+", v.casefold())) <= words)]
     support = (query + "\n" + "\n".join(s.observation() for s in steps) + "\n"
                + json.dumps([s.to_dict() for s in steps], ensure_ascii=False, default=str)).casefold()
     support_digits = _digits(support)
@@ -255,7 +273,8 @@ def check(query: str, steps: Sequence[StepRecord], tools: dict[str, Tool], answe
                  and not ISO_IN_TEXT.search(p)]
     invented += [d for d in ISO_IN_TEXT.findall(answer) if d not in support]
     return {"facts": len(want), "found": len(want) - len(missed), "missed": missed, "invented": invented,
-            "pass": not missed and not invented}
+            "pass": not missed and not invented, "found_lenient": len(want) - len(lenient),
+            "pass_lenient": not lenient and not invented}
 
 
 # -- the benchmark ---------------------------------------------------------------------------------------------------
@@ -279,6 +298,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "cases": len(rows),
         "pass_rate": round(sum(c["pass"] for c in checks) / len(rows), 3),
         "fact_recall": round(sum(c["found"] for c in checks) / total, 3) if total else None,
+        "pass_rate_lenient": round(sum(c["pass_lenient"] for c in checks) / len(rows), 3),
+        "fact_recall_lenient": round(sum(c["found_lenient"] for c in checks) / total, 3) if total else None,
         "invented_values": sum(len(c["invented"]) for c in checks),
         "model_calls": sum(r["model_called"] for r in rows),
         "answer_s_mean": round(statistics.fmean(times), 3),

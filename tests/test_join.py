@@ -244,7 +244,7 @@ class _JoinWith(LocalOnly):
 async def test_a_real_small_model_streams_the_answer_in_several_chunks(smollm2_path: Path) -> None:
     from tinyagent.models import LlamaCppModel
 
-    real = LlamaCppModel(str(smollm2_path), n_threads=2)
+    real = LlamaCppModel(path=str(smollm2_path), n_threads=2)
     planner = ScriptedModel(['1. list_events(date="2027-01-12")\n2. join()\n<END_OF_PLAN>'], name="planner")
     agent = Agent(TOOLS, router=_JoinWith(planner, real), joiner="llm", joiner_max_tokens=40)
     events = [e async for e in agent.run_stream("What's on my calendar tomorrow?", today=TODAY)]

@@ -73,7 +73,7 @@ FANOUT = (
 
 async def test_run_streams_events_passes_real_values_and_answers() -> None:
     model = ScriptedModel([FANOUT, "Answer: Sent the lunch email to Sid and Ann."])
-    agent = Agent(TOOLS, model=model)
+    agent = Agent(TOOLS, model=model, joiner="llm")
     events = [ev async for ev in agent.run_stream("email sid and ann about lunch", today=dt.date(2026, 12, 1))]
     kinds = [ev.type for ev in events]
     assert kinds[-1] == "answer" and kinds.count("step_planned") == 3 and kinds.count("tool_finished") == 3
@@ -177,7 +177,7 @@ async def test_joiner_failure_falls_back_to_template_answer() -> None:
             async for item in super().stream(request):
                 yield item
 
-    result = await Agent(TOOLS, model=Flaky(script)).run("x")
+    result = await Agent(TOOLS, model=Flaky(script), joiner="llm").run("x")
     assert "sent to sid@example.com" in result.answer
     assert any("joiner failed" in n for n in result.notes)
 
@@ -296,7 +296,7 @@ async def test_refused_confirmation_ends_without_replanning() -> None:
 async def test_joiner_continues_the_planner_conversation_so_the_kv_cache_covers_it() -> None:
     plan = '1. get_email_address(name="Bo")\n2. join()\n<END_OF_PLAN>'
     model = ScriptedModel([plan, "Answer: Bo's address is bo@example.com."])
-    result = await Agent(TOOLS, model=model).run("what is Bo's address")
+    result = await Agent(TOOLS, model=model, joiner="llm").run("what is Bo's address")
     planner, joiner = model.requests[0].messages, model.requests[1].messages
     assert joiner[: len(planner)] == planner  # the whole planner prompt is a prefix of the joiner's
     assert joiner[len(planner)] == {"role": "assistant", "content": result.plan_texts[0]}
@@ -355,7 +355,7 @@ async def test_two_concurrent_runs_on_one_agent_share_no_state() -> None:
         return '1. sleep_tool(seconds=0.3)\n2. explode(why="boom")\n3. join()\n<END_OF_PLAN>'
 
     model = ScriptedModel(script, delay_s=0.002)
-    agent = Agent(TOOLS, model=model, retriever=_ByQuery())
+    agent = Agent(TOOLS, model=model, retriever=_ByQuery(), joiner="llm")
     assert agent.router.local is model  # the default router is made on first use (configuration, not run state)
     before = dict(vars(agent))
     started = time.perf_counter()

@@ -10,6 +10,7 @@ Heavy stacks (llama.cpp, onnxruntime, torch) are imported lazily, so ``import ti
 from __future__ import annotations
 
 from ._events import (
+    AnswerDelta,
     AnswerEvent,
     PlanResult,
     ReplanEvent,
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentSettings",
+    "AnswerDelta",
     "AnswerEvent",
     "Call",
     "ConfirmHook",

@@ -11,6 +11,7 @@ from ._prompts import format_observation
 from .models import Usage
 
 __all__ = [
+    "AnswerDelta",
     "AnswerEvent",
     "NoToolCheck",
     "PlanResult",
@@ -185,7 +186,8 @@ class RunResult:
         steps: every step executed or skipped, in step order.
         usage: tokens used by all model calls.
         cost: money spent (priced models only).
-        timings: seconds: ``plan``, ``first_dispatch``, ``execute``, ``join``, ``total``.
+        timings: seconds: ``plan``, ``first_dispatch``, ``execute``, ``join``, ``total``, and ``join_first_token``
+            (from the start of the join to the answer's first words; 0 for a template answer).
         replans: how many replans happened.
         models: the model used for each model call, in order.
         status: ``ok``, ``degraded`` (fell back, e.g. budget or offline) or ``failed`` (no step could be planned).
@@ -281,6 +283,22 @@ class ReplanEvent:
 
 
 @dataclass(frozen=True)
+class AnswerDelta:
+    """A piece of the answer's text, as the joiner writes it (the pieces of one attempt, joined, are the answer).
+
+    A template answer arrives as one piece. The :class:`AnswerEvent` that ends the run still carries the whole
+    answer, which differs from the pieces only when the joiner's text was unusable and the answer was rebuilt.
+    """
+
+    text: str
+    attempt: int = 0
+    type: Literal["answer_delta"] = "answer_delta"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "text": self.text, "attempt": self.attempt}
+
+
+@dataclass(frozen=True)
 class AnswerEvent:
     """The final answer; ``result`` holds everything about the run."""
 
@@ -292,4 +310,4 @@ class AnswerEvent:
         return {"type": self.type, "answer": self.answer, "result": self.result.to_dict()}
 
 
-RunEvent = StepPlanned | ToolStarted | ToolFinished | ReplanEvent | AnswerEvent
+RunEvent = StepPlanned | ToolStarted | ToolFinished | ReplanEvent | AnswerDelta | AnswerEvent

@@ -68,11 +68,14 @@ class RunView:
     Attributes:
         rows: the steps, by id.
         notes: replanning and error notes.
+        streaming: the answer's text so far, as the joiner writes it (shown until the final answer arrives).
     """
 
     rows: dict[int, _Row] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     answer: str | None = None
+    streaming: str = ""
+    streaming_attempt: int = 0
     started: float = field(default_factory=time.perf_counter)
 
     def update(self, event: Any) -> None:
@@ -98,6 +101,11 @@ class RunView:
                 row.detail = str(data.get("error") or "")
             else:
                 row.detail = _short(data.get("result"))
+        elif kind == "answer_delta":
+            attempt = int(data.get("attempt") or 0)
+            if attempt != self.streaming_attempt:  # a replan's answer replaces the earlier one
+                self.streaming, self.streaming_attempt = "", attempt
+            self.streaming += str(data.get("text", ""))
         elif kind == "replanning":
             self.notes.append(f"replanning (attempt {data.get('attempt')}): {data.get('reason', '')}")
         elif kind == "answer":
@@ -132,6 +140,8 @@ class RunView:
         elif self.answer is None:
             parts.append(Spinner("dots", text=Text(f"planning… {now - self.started:.1f}s", style="dim")))
         parts.extend(Text(n, style="magenta") for n in self.notes)
+        if self.answer is None and self.streaming:
+            parts.append(Text.assemble(("answer: ", "bold green"), self.streaming))
         return Group(*parts)
 
 
@@ -147,14 +157,20 @@ def answer_panel(answer: str, title: str = "Answer") -> Panel:
 
 
 def usage_line(result: Any) -> Text:
-    """``3 steps · 2 plans · 812 tokens · 3.41 s`` for a run result."""
+    """``3 step(s) · 1 plan(s) · 812 tokens · 3.41 s (plan 2.10 · run 0.20 · answer 1.11, first words 0.31)``."""
     usage = getattr(result, "usage", None)
     tokens = (getattr(usage, "input_tokens", 0) + getattr(usage, "output_tokens", 0)) if usage else 0
     timings: Mapping[str, float] = getattr(result, "timings", {}) or {}
     steps = len(getattr(result, "steps", []) or [])
     plans = len(getattr(result, "plans", []) or [])
     total = timings.get("total", 0.0)
-    return Text(f"{steps} step(s) · {plans} plan(s) · {tokens} tokens · {total:.2f} s", style="dim")
+    line = f"{steps} step(s) · {plans} plan(s) · {tokens} tokens · {total:.2f} s"
+    if "plan" in timings and "join" in timings:
+        stages = f"plan {timings['plan']:.2f} · run {timings.get('execute', 0.0):.2f} · answer {timings['join']:.2f}"
+        if "join_first_token" in timings:
+            stages += f", first words {timings['join_first_token']:.2f}"
+        line += f" ({stages})"
+    return Text(line, style="dim")
 
 
 class RichConfirm:

@@ -1,12 +1,13 @@
-"""Stage 4, join: answer from the results (or ask for a replan), and the template answer used when no model answer
-is available."""
+"""Stage 4, join: answer from the results (or ask for a replan). The answer comes from the template when it already
+says everything the results say (:mod:`tinyagent.run._template`), else from the joiner model, streamed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
-from .._events import StepRecord
+from .._events import AnswerDelta
 from .._grammar import joiner_grammar
 from .._plan import Plan
 from .._prompts import build_joiner_followup, build_joiner_messages, planner_system_prompt
@@ -14,6 +15,7 @@ from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, ModelRequest
 from ._plan import call_model
 from ._state import RunSetup, RunState
+from ._template import template_answer, template_covers
 
 __all__ = ["Verdict", "join", "template_answer"]
 
@@ -22,14 +24,24 @@ Verdict = Literal["answer", "replan"]
 
 async def join(setup: RunSetup, state: RunState, allow_replan: bool,
                planner_messages: Sequence[Mapping[str, Any]] = ()) -> tuple[Verdict, str]:
-    """Ask the joiner model for the answer (or, when ``allow_replan``, for a replan and why).
+    """The answer: from the template when it covers the results (``joiner="auto"``/``"template"``), else from the
+    joiner model, streamed as :class:`AnswerDelta` events (or, when ``allow_replan``, a replan and why).
+
+    Sets ``state.timings["join_first_token"]``: seconds from the start of the join to the answer's first words.
 
     Returns:
         ``("answer", text)`` (empty text: build the answer from the results) or ``("replan", reason)``.
     """
     settings, result = setup.settings, state.result
-    if settings.joiner == "template":
-        return "answer", ""
+    started = time.perf_counter()
+    state.timings.pop("join_first_token", None)
+    records = [state.records[k] for k in sorted(state.records)]
+    if settings.joiner == "template" or (settings.joiner == "auto"
+                                         and template_covers(records, setup.registry) is None):
+        text = template_answer(list(state.records.values()), setup.registry)
+        state.timings["join_first_token"] = time.perf_counter() - started
+        await state.emit(AnswerDelta(text, state.attempt))
+        return "answer", text
     model = setup.router.select("join", state.signals)
     observations = state.observations()
     if planner_messages and result.plan_texts and result.models and result.models[-1] == model.name:
@@ -46,17 +58,61 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
     try:
         model, stream = await call_model(setup.router, model, request, "join", result.notes)
         result.models.append(model.name)
-        completion: Completion | None = None
-        async for item in stream:
-            if isinstance(item, Completion):
-                completion = item
-        if completion is None:
-            raise ModelError("the joiner returned no completion")
+        completion = await _stream_answer(stream, state, started)
     except (ModelError, BudgetExceeded) as exc:
         result.notes.append(f"joiner failed ({exc}); the answer was built from the results")
         return "answer", ""
     result.usage = result.usage + completion.usage
     return _verdict(completion.text, allow_replan)
+
+
+async def _stream_answer(stream: AsyncIterator[str | Completion], state: RunState, started: float) -> Completion:
+    """Consume the joiner's stream, emitting the answer's text (without its ``Answer:`` prefix) as it comes."""
+    completion: Completion | None = None
+    deltas = _AnswerText()
+    async for item in stream:
+        if isinstance(item, Completion):
+            completion = item
+            continue
+        piece = deltas.feed(item)
+        if piece:
+            if "join_first_token" not in state.timings:
+                state.timings["join_first_token"] = time.perf_counter() - started
+            await state.emit(AnswerDelta(piece, state.attempt))
+    if completion is None:
+        raise ModelError("the joiner returned no completion")
+    return completion
+
+
+class _AnswerText:
+    """Turns the joiner's raw deltas into the answer's text: holds back the ``Answer:`` prefix (and everything after
+    ``Replan:``, which is no answer), then passes text on as it arrives."""
+
+    _PREFIXES = ("answer:", "replan:")
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.mode: Literal["prefix", "answer", "replan"] = "prefix"
+        self.started = False
+
+    def feed(self, delta: str) -> str:
+        self.raw += delta
+        if self.mode == "prefix":
+            head = self.raw.lstrip().lower()
+            if any(p.startswith(head) for p in self._PREFIXES):
+                return ""  # still could be either prefix
+            if head.startswith("replan:"):
+                self.mode = "replan"
+                return ""
+            self.mode = "answer"
+            text = self.raw.lstrip()
+            delta = text.split(":", 1)[1] if head.startswith("answer:") else text
+        if self.mode == "replan":
+            return ""
+        if not self.started:
+            delta = delta.lstrip()
+            self.started = bool(delta)
+        return delta
 
 
 def _verdict(raw: str, allow_replan: bool) -> tuple[Verdict, str]:
@@ -69,12 +125,3 @@ def _verdict(raw: str, allow_replan: bool) -> tuple[Verdict, str]:
     elif lowered.startswith("replan:"):
         text = ""
     return "answer", text
-
-
-def template_answer(records: Sequence[StepRecord]) -> str:
-    """An answer built from the observations, used when no model answer is available."""
-    if not records:
-        return "I could not make a plan for that request."
-    lines = [r.observation() for r in sorted(records, key=lambda r: r.id)]
-    head = "Done." if all(r.ok for r in records) else "Some steps did not succeed."
-    return head + "\n" + "\n".join(lines)

@@ -121,7 +121,7 @@ def _count(state: RunState, attempt: Attempt) -> None:
 def finish(setup: RunSetup, state: RunState) -> RunResult:
     """Fill in the answer (built from the results when there is none), steps, timings, routing and status."""
     result, answer = state.result, state.answer
-    result.answer = answer or template_answer(list(state.records.values()))
+    result.answer = answer or template_answer(list(state.records.values()), setup.registry)
     result.steps = [state.records[k] for k in sorted(state.records)]
     state.timings["total"] = time.perf_counter() - state.started
     if state.executor.first_dispatch_s is not None:

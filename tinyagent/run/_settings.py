@@ -38,7 +38,10 @@ class AgentSettings:
         max_examples: few-shot examples in the planner prompt.
         planner_max_tokens: generation cap for a plan.
         joiner_max_tokens: generation cap for the answer.
-        joiner: ``"llm"`` asks the model for the answer; ``"template"`` builds it from the observations (no model call).
+        joiner: who writes the answer. ``"auto"`` (default): the template (no model call) when it says everything
+            the results say, that is, every step succeeded and each read no later step used returned a short value
+            (an action request, or a lookup); else the model, streamed. ``"llm"``: always the model; ``"template"``:
+            never (see :mod:`tinyagent.run._template`).
         use_grammar: constrain decoding with the generated grammar (where the model supports it).
         grammar: caps of the generated grammar.
         tool_timeout: default seconds per tool call (a tool's own ``timeout`` wins).
@@ -72,7 +75,7 @@ class AgentSettings:
     format_examples: bool = True
     planner_max_tokens: int = 512
     joiner_max_tokens: int = 160
-    joiner: Literal["llm", "template"] = "llm"
+    joiner: Literal["auto", "llm", "template"] = "auto"
     use_grammar: bool = True
     grammar: GrammarOptions = field(default_factory=GrammarOptions)
     tool_timeout: float | None = None

@@ -66,7 +66,7 @@ def test_run_shows_steps_and_answer_with_yes(script: Path) -> None:
     assert 'get_email_address(name="Sid")' in out
     assert "✓ ok" in out
     assert "sent to sid@example.com" in out
-    assert "Answer" in out and "I emailed Sid." in out
+    assert "Answer" in out and 'Sent an email: "Lunch" to sid@example.com' in out  # auto: the template answers
     assert "auto-approved (--yes)" in out
     assert _demo_tools.OUTBOX[-1]["to"] == ["sid@example.com"]
 

@@ -119,7 +119,7 @@ async def test_imported_tools_validate_unwrap_and_run_in_an_agent() -> None:
 
     model = ScriptedModel(["1. toy.add(a=20, b=22)\n2. toy.add(a=$1, b=100)\n3. join()\n<END_OF_PLAN>",
                            "Answer: 142"])
-    agent = Agent(tools=tools, model=model)
+    agent = Agent(tools=tools, model=model, joiner="llm")
     result = await agent.run("add twenty and twenty-two, then add a hundred")
     assert [s.result for s in result.steps] == [42, 142]
     assert result.answer == "142"

@@ -64,7 +64,7 @@ async def test_agent_escalates_a_plan_unlike_the_nearest_example_to_the_cloud() 
     cloud = ScriptedModel([RIGHT, "It is sunny in Oslo."], name="cloud", pricing=Pricing(1.0, 1.0))
     router = Router(local, cloud, LocalFirst(EscalationThresholds(escalate_on_example_disagreement=True)))
     assert router.needs_verification
-    agent = Agent([get_weather, send_message], router=router, examples=pool(), max_examples=2)
+    agent = Agent([get_weather, send_message], router=router, examples=pool(), max_examples=2, joiner="llm")
     result = await agent.run("what is the weather in Oslo", today=TODAY)
     assert [s.name for s in result.steps if s.ok] == ["get_weather"]  # the local plan never ran
     assert result.models[:2] == ["local", "cloud"]
@@ -73,8 +73,8 @@ async def test_agent_escalates_a_plan_unlike_the_nearest_example_to_the_cloud() 
     calm = ScriptedModel([RIGHT, "Sunny."], name="local")
     router = Router(calm, ScriptedModel([RIGHT], name="cloud"),
                     LocalFirst(EscalationThresholds(escalate_on_example_disagreement=True)))
-    result = await Agent([get_weather, send_message], router=router, examples=pool(), max_examples=2).run(
-        "what is the weather in Oslo", today=TODAY)
+    result = await Agent([get_weather, send_message], router=router, examples=pool(), max_examples=2,
+                         joiner="llm").run("what is the weather in Oslo", today=TODAY)
     assert result.models == ["local", "local"]  # plan and join stayed on the device
 
 

@@ -118,7 +118,7 @@ async def test_test_model_reads_schemas_from_the_prompt_when_not_given_tools() -
 
 
 async def test_test_model_runs_end_to_end_and_answers_with_the_results() -> None:
-    result = await Agent(tools=TOOLS, model=TestModel(TOOLS)).run("everything please", today=DAY)
+    result = await Agent(tools=TOOLS, model=TestModel(TOOLS), joiner="llm").run("everything please", today=DAY)
     assert result.answer.startswith("done.")
     assert "sunny in a" in result.answer and "alarm at 00:00 (vibrate)" in result.answer
 

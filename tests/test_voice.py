@@ -100,7 +100,8 @@ def _script(request: ModelRequest) -> str:
 
 
 def _agent() -> Agent:
-    return Agent(tools=_demo_tools.demo_tools(), model=ScriptedModel(_script), confirm=lambda request: True)
+    return Agent(tools=_demo_tools.demo_tools(), model=ScriptedModel(_script), confirm=lambda request: True,
+                 joiner="llm")
 
 
 def test_grammar_recognises_espeak_sentences_exactly(tts: EspeakTTS, grammar_stt: PocketSphinxSTT) -> None:
@@ -190,7 +191,8 @@ async def test_follow_up_keeps_the_conversation(tts: EspeakTTS, grammar_stt: Poc
 
 async def test_silence_is_not_sent_to_the_agent(grammar_stt: PocketSphinxSTT) -> None:
     model = ScriptedModel(_script)
-    assistant = VoiceAssistant(Agent(tools=_demo_tools.demo_tools(), model=model), grammar_stt, None)
+    assistant = VoiceAssistant(Agent(tools=_demo_tools.demo_tools(), model=model, joiner="llm"), grammar_stt,
+                               None)
     turn = await assistant.respond(Audio(np.zeros(16000, dtype=np.int16), 16000))
     assert turn.transcript == ""
     assert turn.error == "nothing recognised"
@@ -232,7 +234,7 @@ def test_cli_voice_on_a_wav_file(tmp_path: Path, tts: EspeakTTS) -> None:
     assert proc.returncode == 0, proc.stderr
     (line,) = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
     assert line["transcript"] == "what is the phone number of kate"
-    assert line["answer"] == "Kate's number is +1-555-0103."
+    assert line["answer"] == "Looked up a contact's phone number (kate): +1-555-0103."  # auto: no joiner call
     assert line["result"]["plans"] == [[{"id": 1, "name": "get_phone_number", "args": {"name": "kate"}}]]
     assert (replies / "reply-1.wav").stat().st_size > 10_000
 
@@ -319,7 +321,7 @@ async def test_voice_loop_with_the_real_default_planner(tts: EspeakTTS, grammar_
 
     model = load_model("qwen2.5-coder-1.5b", n_threads=2)
     try:
-        agent = Agent(tools=_demo_tools.demo_tools(), model=model, max_replans=0)
+        agent = Agent(tools=_demo_tools.demo_tools(), model=model, max_replans=0, joiner="llm")
         assistant = VoiceAssistant(agent, grammar_stt, None, today=TODAY)
         turn = await assistant.respond(tts.synthesize("what is the phone number of kate"))
     finally:

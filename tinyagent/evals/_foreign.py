@@ -148,7 +148,11 @@ def load_multi_turn_cases(
             for suite in dict.fromkeys(MULTI_TURN_SUITES.get(c, "") for c in classes):
                 if suite not in out or (limit is not None and len(out[suite]) >= limit):
                     continue
-                functions = [f for c in classes for f in _suite_doc(source, docs, c)]
+                # The suite's own class first, the others sorted: every case of a suite then shares the prompt
+                # prefix of its own tools (llama.cpp's KV cache reuses it), whatever order BFCL lists them in.
+                ordered = [c for c in classes if MULTI_TURN_SUITES.get(c) == suite]
+                ordered += sorted(c for c in classes if MULTI_TURN_SUITES.get(c) != suite)
+                functions = [f for c in ordered for f in _suite_doc(source, docs, c)]
                 out[suite].append(_build_case(entry, answers.get(str(entry["id"])), suite, functions, today))
         return [case for suite in wanted for case in out[suite]]
     finally:

@@ -225,3 +225,12 @@ def test_plan_a_real_multi_turn_suite_with_smollm2() -> None:
     summary = summarize(rows)
     assert set(summary) >= {"dag", "strict", "no_tool", "p50_s", "p95_s", "prompt_tokens", "n"}
     assert summary["n"] == 3
+
+
+def test_multi_turn_cases_list_the_suites_own_tools_first(wheel: Path) -> None:
+    # BFCL lists involved classes in any order; the suite's own tools go first so every case of a suite shares the
+    # prompt prefix of those tools (llama.cpp's KV cache then skips them), the other classes follow sorted.
+    cases = load_multi_turn_cases(wheel, ["gorilla_file_system", "posting_api"])
+    by_key = {(c.case.category, c.case.id): [f["name"] for f in c.functions] for c in cases}
+    assert by_key[("gorilla_file_system", "multi_turn_base_2")] == ["cd", "mv", "sort", "post_tweet"]
+    assert by_key[("posting_api", "multi_turn_base_2")] == ["post_tweet", "cd", "mv", "sort"]

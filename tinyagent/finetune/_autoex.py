@@ -7,9 +7,9 @@ its own reads that cache, and its example selector then shows the most similar e
 
 The checks are semantic, not only syntactic, because a teacher's plan (or a paraphrase) carries its mistakes:
 
-1. ``grammar``: the plan text re-parses to the same plan;
-2. ``schema``: tools and arguments exist, required ones are present, static values fit their types, references point
+1. ``schema``: tools and arguments exist, required ones are present, static values fit their types, references point
    to earlier steps;
+2. ``grammar``: the plan text re-parses to the same plan;
 3. ``complete``: the plan calls exactly the tools the request asks for, once per action (a "video meeting" request
    planned as a calendar event fails here);
 4. ``grounded``: every literal argument appears in the request (strings, numbers, enum values), so nothing is
@@ -142,12 +142,6 @@ def example_problem(query: str, plan: Plan, tools: Mapping[str, Tool],
     Returns:
         ``(reason, detail)``: the failed check's name and what is wrong.
     """
-    try:
-        again = parse_plan(plan.to_text(), tools)
-    except (PlanParseError, PlanValidationError) as exc:
-        return "grammar", str(exc)
-    if again.to_json() != plan.to_json():
-        return "grammar", "the plan text does not round-trip"
     known: list[int] = []
     try:
         for call in plan.calls:
@@ -155,6 +149,12 @@ def example_problem(query: str, plan: Plan, tools: Mapping[str, Tool],
             known.append(call.id)
     except PlanValidationError as exc:
         return "schema", str(exc)
+    try:
+        again = parse_plan(plan.to_text(), tools)
+    except (PlanParseError, PlanValidationError) as exc:
+        return "grammar", str(exc)
+    if again.to_json() != plan.to_json():
+        return "grammar", "the plan text does not round-trip"
     if expected is not None and Counter(c.name for c in plan.calls) != Counter(expected):
         got = sorted(c.name for c in plan.calls)
         return "complete", f"the request asks for {sorted(expected)}, the plan calls {got}"

@@ -188,10 +188,11 @@ def test_live_rows_use_the_ast_checker(wheel: Path) -> None:
 def test_summarize_empty_and_errors() -> None:
     assert summarize([])["n"] == 0 and summarize([])["dag"] is None
     rows = [{"dag": False, "strict": False, "no_tool": True, "elapsed_s": 1.0, "prompt_tokens": None, "error": "x"},
-            {"dag": True, "strict": True, "no_tool": None, "elapsed_s": 3.0, "prompt_tokens": 10, "error": None}]
+            {"dag": True, "strict": True, "no_tool": None, "elapsed_s": 3.0, "prompt_tokens": 10, "error": None,
+             "prompt_evaluated": 4}]
     summary = summarize(rows)
     assert summary == {"dag": 0.5, "strict": 0.5, "no_tool": 1.0, "no_tool_n": 1, "p50_s": 1.0, "p95_s": 3.0,
-                       "prompt_tokens": 10.0, "n": 2, "errors": 1}
+                       "prompt_tokens": 10.0, "prompt_evaluated": 4.0, "n": 2, "errors": 1}
 
 
 # -- the real data and model -------------------------------------------------------------------------------------

@@ -67,14 +67,15 @@ def machine(stage: str, into: dict[str, Any]) -> None:
     into["nproc"] = os.cpu_count()
 
 
-def auto_example_factory(model: Any, root: Path, stats: dict[str, list[float]]) -> Any:
+def auto_example_factory(model: Any, root: Path, stats: dict[str, list[float]],
+                         kinds: list[str] | None = None) -> Any:
     """Agents whose examples are built (and cached under ``root``) for each case's tool set."""
     from tinyagent import Agent, ToolRegistry
     from tinyagent.finetune import build_examples
 
     def make(functions: Any) -> Any:
         registry = ToolRegistry.from_openai(functions)
-        built = build_examples(registry, root=root)
+        built = build_examples(registry, root=root, kinds=kinds)
         stats.setdefault("build_s", []).append(built.seconds)
         stats.setdefault("examples", []).append(len(built.examples))
         return Agent(tools=registry, model=model, examples=built.examples, auto_examples=False)
@@ -83,11 +84,11 @@ def auto_example_factory(model: Any, root: Path, stats: dict[str, list[float]]) 
 
 
 def run_registries(model_name: str, names: list[str], data: Path, limit: int, threads: int,
-                   auto_root: Path | None = None, stats: dict[str, list[float]] | None = None
-                   ) -> dict[str, Any]:
+                   auto_root: Path | None = None, stats: dict[str, list[float]] | None = None,
+                   kinds: list[str] | None = None) -> dict[str, Any]:
     model = load_model(model_name, n_threads=threads)
     if auto_root is not None:
-        make_agent = auto_example_factory(model, auto_root, stats if stats is not None else {})
+        make_agent = auto_example_factory(model, auto_root, stats if stats is not None else {}, kinds)
     else:
         make_agent = default_agent_factory(model, auto_examples=False)
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -149,10 +150,11 @@ def compare_auto_examples(args: argparse.Namespace, names: list[str], data: Path
     info: dict[str, Any] = {}
     machine("before", info)
     start = time.perf_counter()
-    without = run_registries(args.model, names, data, args.limit, args.threads)
+    without = {} if args.skip_without else run_registries(args.model, names, data, args.limit, args.threads)
     stats: dict[str, list[float]] = {}
+    kinds = [k.strip() for k in args.auto_kinds.split(",") if k.strip()] if args.auto_kinds else None
     with tempfile.TemporaryDirectory(prefix="tinyagent-autoex-") as root:
-        with_ex = run_registries(args.model, names, data, args.limit, args.threads, Path(root), stats)
+        with_ex = run_registries(args.model, names, data, args.limit, args.threads, Path(root), stats, kinds)
     machine("after", info)
     output = args.output if args.output != RESULTS else RESULTS.with_name("foreign_autoex.json")
     result = {
@@ -164,7 +166,7 @@ def compare_auto_examples(args: argparse.Namespace, names: list[str], data: Path
         "machine": info,
         "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "parity": "even",
                      "today": TODAY.isoformat(), "bfcl_eval": bfcl.BFCL_VERSION, "date": dt.date.today().isoformat(),
-                     "seconds": round(time.perf_counter() - start, 1)},
+                     "seconds": round(time.perf_counter() - start, 1), "auto_kinds": kinds},
         "cases": {"without": without, "with": with_ex},
     }
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("tinyagent-foreign-distill"))
     parser.add_argument("--auto-examples", action="store_true",
                         help="compare without vs with automatic examples (writes results/foreign_autoex.json)")
+    parser.add_argument("--auto-kinds", default="", help="with --auto-examples: only these kinds (comma-separated: "
+                        "single,chain,fanout,no_tool; default all)")
+    parser.add_argument("--skip-without", action="store_true", help="with --auto-examples: only the 'with' run")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     names = [n.strip() for n in args.registries.split(",") if n.strip()]

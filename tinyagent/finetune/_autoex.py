@@ -205,6 +205,7 @@ def build_examples(
     force: bool = False,
     seed: int = 0,
     max_paraphrases: int = 48,
+    kinds: Sequence[str] | None = None,
 ) -> AutoExamples:
     """Synthesize, verify and cache worked examples for ``tools`` (see the module docstring).
 
@@ -216,6 +217,7 @@ def build_examples(
         force: rebuild even when the cache already has a file for this registry.
         seed: the synthesis seed.
         max_paraphrases: rewrite at most this many requests (bounds the build time with a teacher).
+        kinds: keep only these kinds (``single``, ``chain``, ``fanout``, ``no_tool``); None: all.
 
     Returns:
         The kept examples, where they were written, and what was dropped.
@@ -230,6 +232,8 @@ def build_examples(
     seen: set[str] = set()
     paraphrased = 0
     for synth in synthesize(listed, seed=seed):
+        if kinds is not None and synth.kind not in kinds:
+            continue
         query = synth.query
         if teacher is not None and synth.plan.calls and paraphrased < max_paraphrases:
             rewritten = _paraphrase(teacher, query)
@@ -248,7 +252,8 @@ def build_examples(
         kept.append(Example(query, synth.plan))
     seconds = round(time.perf_counter() - started, 2)
     meta = {"seconds": seconds, "dropped": dict(dropped), "paraphrased": paraphrased,
-            "teacher": teacher.name if teacher is not None else None, "seed": seed}
+            "teacher": teacher.name if teacher is not None else None, "seed": seed,
+            "kinds": list(kinds) if kinds is not None else None}
     path = save_cached_examples(listed, kept, root=root, meta=meta)
     log.info("built %d automatic examples for %d tools in %.1f s (%s)", len(kept), len(listed), seconds, path)
     return AutoExamples(path, tuple(kept), registry_key(listed), dict(dropped), paraphrased, seconds)

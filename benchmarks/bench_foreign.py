@@ -14,6 +14,12 @@ Usage (heavy: run it alone, under the shared lock)::
     flock /tmp/tinyagent-heavy.lock python benchmarks/bench_foreign.py
     python benchmarks/bench_foreign.py --model smollm2-135m --limit 2 --registries mt_gorilla_file_system,bfcl_live
     python benchmarks/bench_foreign.py --distill            # also the distillation row (about an hour)
+    python benchmarks/bench_foreign.py --auto-examples --limit 6   # without vs with automatic examples
+
+``--auto-examples`` plans every case twice, without and with the automatic examples of
+:func:`tinyagent.finetune.build_examples` (built per case's tool set into a scratch cache, outside the timed part),
+and writes ``benchmarks/results/foreign_autoex.json``: ``{"without": {registry: row}, "with": {...},
+"build_s": {...}, "examples": {...}}``.
 
 Writes ``benchmarks/results/foreign.json``: ``{"registries": {name: {"dag", "strict", "no_tool", "p50_s", "p95_s",
 "prompt_tokens", "n", ...}}, "distillation": {"registry", "base_acc", "tuned_acc", "teacher_acc", "n", "status"},
@@ -61,9 +67,30 @@ def machine(stage: str, into: dict[str, Any]) -> None:
     into["nproc"] = os.cpu_count()
 
 
-def run_registries(model_name: str, names: list[str], data: Path, limit: int, threads: int) -> dict[str, Any]:
+def auto_example_factory(model: Any, root: Path, stats: dict[str, list[float]],
+                         kinds: list[str] | None = None) -> Any:
+    """Agents whose examples are built (and cached under ``root``) for each case's tool set."""
+    from tinyagent import Agent, ToolRegistry
+    from tinyagent.finetune import build_examples
+
+    def make(functions: Any) -> Any:
+        registry = ToolRegistry.from_openai(functions)
+        built = build_examples(registry, root=root, kinds=kinds)
+        stats.setdefault("build_s", []).append(built.seconds)
+        stats.setdefault("examples", []).append(len(built.examples))
+        return Agent(tools=registry, model=model, examples=built.examples, auto_examples=False)
+
+    return make
+
+
+def run_registries(model_name: str, names: list[str], data: Path, limit: int, threads: int,
+                   auto_root: Path | None = None, stats: dict[str, list[float]] | None = None,
+                   kinds: list[str] | None = None) -> dict[str, Any]:
     model = load_model(model_name, n_threads=threads)
-    make_agent = default_agent_factory(model)
+    if auto_root is not None:
+        make_agent = auto_example_factory(model, auto_root, stats if stats is not None else {}, kinds)
+    else:
+        make_agent = default_agent_factory(model, auto_examples=False)
     rows: dict[str, list[dict[str, Any]]] = {}
 
     async def go() -> None:
@@ -116,6 +143,38 @@ def run_distillation(data: Path, teacher: str, student: str, threads: int, work:
             "teacher": teacher, "student": student, "status": "run", "report": str(work / "run" / "report.json")}
 
 
+def compare_auto_examples(args: argparse.Namespace, names: list[str], data: Path) -> int:
+    """Plan every case without, then with, automatic examples; write both summaries."""
+    import tempfile
+
+    info: dict[str, Any] = {}
+    machine("before", info)
+    start = time.perf_counter()
+    without = {} if args.skip_without else run_registries(args.model, names, data, args.limit, args.threads)
+    stats: dict[str, list[float]] = {}
+    kinds = [k.strip() for k in args.auto_kinds.split(",") if k.strip()] if args.auto_kinds else None
+    with tempfile.TemporaryDirectory(prefix="tinyagent-autoex-") as root:
+        with_ex = run_registries(args.model, names, data, args.limit, args.threads, Path(root), stats, kinds)
+    machine("after", info)
+    output = args.output if args.output != RESULTS else RESULTS.with_name("foreign_autoex.json")
+    result = {
+        "without": {name: summarize(r) for name, r in without.items()},
+        "with": {name: summarize(r) for name, r in with_ex.items()},
+        "build_s": {"max": max(stats.get("build_s") or [0]), "mean": round(
+            sum(stats.get("build_s") or [0]) / max(1, len(stats.get("build_s") or [])), 3)},
+        "examples": {"min": min(stats.get("examples") or [0]), "max": max(stats.get("examples") or [0])},
+        "machine": info,
+        "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "parity": "even",
+                     "today": TODAY.isoformat(), "bfcl_eval": bfcl.BFCL_VERSION, "date": dt.date.today().isoformat(),
+                     "seconds": round(time.perf_counter() - start, 1), "auto_kinds": kinds},
+        "cases": {"without": without, "with": with_ex},
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({k: result[k] for k in ("without", "with", "build_s", "examples")}, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="planner (catalog name or .gguf)")
@@ -129,10 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--teacher", default="qwen2.5-coder-1.5b")
     parser.add_argument("--student", default="qwen2.5-coder-0.5b")
     parser.add_argument("--work", type=Path, default=Path("tinyagent-foreign-distill"))
+    parser.add_argument("--auto-examples", action="store_true",
+                        help="compare without vs with automatic examples (writes results/foreign_autoex.json)")
+    parser.add_argument("--auto-kinds", default="", help="with --auto-examples: only these kinds (comma-separated: "
+                        "single,chain,fanout,no_tool; default all)")
+    parser.add_argument("--skip-without", action="store_true", help="with --auto-examples: only the 'with' run")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     names = [n.strip() for n in args.registries.split(",") if n.strip()]
     data = args.data_dir or bfcl.ensure_data()
+    if args.auto_examples:
+        return compare_auto_examples(args, names, data)
     info: dict[str, Any] = {}
     machine("before", info)
     start = time.perf_counter()

@@ -188,10 +188,11 @@ def test_live_rows_use_the_ast_checker(wheel: Path) -> None:
 def test_summarize_empty_and_errors() -> None:
     assert summarize([])["n"] == 0 and summarize([])["dag"] is None
     rows = [{"dag": False, "strict": False, "no_tool": True, "elapsed_s": 1.0, "prompt_tokens": None, "error": "x"},
-            {"dag": True, "strict": True, "no_tool": None, "elapsed_s": 3.0, "prompt_tokens": 10, "error": None}]
+            {"dag": True, "strict": True, "no_tool": None, "elapsed_s": 3.0, "prompt_tokens": 10, "error": None,
+             "prompt_evaluated": 4}]
     summary = summarize(rows)
     assert summary == {"dag": 0.5, "strict": 0.5, "no_tool": 1.0, "no_tool_n": 1, "p50_s": 1.0, "p95_s": 3.0,
-                       "prompt_tokens": 10.0, "n": 2, "errors": 1}
+                       "prompt_tokens": 10.0, "prompt_evaluated": 4.0, "n": 2, "errors": 1}
 
 
 # -- the real data and model -------------------------------------------------------------------------------------
@@ -225,3 +226,12 @@ def test_plan_a_real_multi_turn_suite_with_smollm2() -> None:
     summary = summarize(rows)
     assert set(summary) >= {"dag", "strict", "no_tool", "p50_s", "p95_s", "prompt_tokens", "n"}
     assert summary["n"] == 3
+
+
+def test_multi_turn_cases_list_the_suites_own_tools_first(wheel: Path) -> None:
+    # BFCL lists involved classes in any order; the suite's own tools go first so every case of a suite shares the
+    # prompt prefix of those tools (llama.cpp's KV cache then skips them), the other classes follow sorted.
+    cases = load_multi_turn_cases(wheel, ["gorilla_file_system", "posting_api"])
+    by_key = {(c.case.category, c.case.id): [f["name"] for f in c.functions] for c in cases}
+    assert by_key[("gorilla_file_system", "multi_turn_base_2")] == ["cd", "mv", "sort", "post_tweet"]
+    assert by_key[("posting_api", "multi_turn_base_2")] == ["post_tweet", "cd", "mv", "sort"]

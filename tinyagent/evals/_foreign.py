@@ -12,7 +12,8 @@ categories, planned with tinyagent's planner and scored per registry.
   ``strict``); ``dag`` is the same multiset of function names as some possible answer (no call for irrelevance).
 
 Per registry: ``dag``, ``strict``, ``no_tool`` (the share of no-call cases left without a call; None when there are
-none), ``p50_s``/``p95_s`` (wall time of ``Agent.plan``), ``prompt_tokens`` (mean planner prompt tokens) and ``n``.
+none), ``p50_s``/``p95_s`` (wall time of ``Agent.plan``), ``prompt_tokens`` (mean planner prompt tokens),
+``prompt_evaluated`` (of those, the mean not served by llama.cpp's KV prefix cache) and ``n``.
 """
 
 from __future__ import annotations
@@ -148,7 +149,11 @@ def load_multi_turn_cases(
             for suite in dict.fromkeys(MULTI_TURN_SUITES.get(c, "") for c in classes):
                 if suite not in out or (limit is not None and len(out[suite]) >= limit):
                     continue
-                functions = [f for c in classes for f in _suite_doc(source, docs, c)]
+                # The suite's own class first, the others sorted: every case of a suite then shares the prompt
+                # prefix of its own tools (llama.cpp's KV cache reuses it), whatever order BFCL lists them in.
+                ordered = [c for c in classes if MULTI_TURN_SUITES.get(c) == suite]
+                ordered += sorted(c for c in classes if MULTI_TURN_SUITES.get(c) != suite)
+                functions = [f for c in ordered for f in _suite_doc(source, docs, c)]
                 out[suite].append(_build_case(entry, answers.get(str(entry["id"])), suite, functions, today))
         return [case for suite in wanted for case in out[suite]]
     finally:
@@ -260,6 +265,12 @@ async def _timed_plan(agent: Any, query: str, today: dt.date | None, history: Se
     return result, elapsed, (int(tokens) if tokens else None), None
 
 
+def _evaluated(model: Any) -> int | None:
+    """Prompt tokens the last request evaluated (the rest came from the KV prefix cache); None when unknown."""
+    value = getattr(model, "last_prompt_tokens_evaluated", None)
+    return int(value) if isinstance(value, int) else None
+
+
 async def plan_multi_turn(cases: Sequence[ForeignCase], make_agent: AgentFactory, *, model: Any = None,
                           registry: str = "") -> list[dict[str, Any]]:
     """Plan every case and score it; one row per case.
@@ -279,7 +290,7 @@ async def plan_multi_turn(cases: Sequence[ForeignCase], make_agent: AgentFactory
         rows.append({
             "id": fc.case.id, "registry": registry or fc.case.category, "dag": dag, "strict": strict,
             "no_tool": (pred is not None and not pred.calls) if no_call_gold else None,
-            "elapsed_s": round(elapsed, 3), "prompt_tokens": tokens,
+            "elapsed_s": round(elapsed, 3), "prompt_tokens": tokens, "prompt_evaluated": _evaluated(model),
             "calls": pred.to_json() if pred is not None else [], "error": error,
         })
         logger.info("%s: dag=%s strict=%s %.1fs", fc.case.id, dag, strict, elapsed)
@@ -301,7 +312,7 @@ async def plan_live(cases: Sequence[BfclCase], make_agent: AgentFactory, *, mode
         rows.append({
             "id": case.id, "registry": registry, "category": case.category, "dag": names_ok, "strict": strict,
             "no_tool": (not calls) if case.expects_no_call else None, "reason": reason,
-            "elapsed_s": round(elapsed, 3), "prompt_tokens": tokens,
+            "elapsed_s": round(elapsed, 3), "prompt_tokens": tokens, "prompt_evaluated": _evaluated(model),
             "calls": [_jsonable(c) for c in calls],
             "error": error,
         })
@@ -318,10 +329,12 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One registry's row: ``dag``, ``strict``, ``no_tool`` (rates 0-1, ``no_tool`` None without no-call cases),
-    ``p50_s``, ``p95_s``, ``prompt_tokens`` (mean; None when unknown), ``n`` and ``errors``."""
+    ``p50_s``, ``p95_s``, ``prompt_tokens`` (mean; None when unknown), ``prompt_evaluated`` (mean prompt tokens not
+    served by the KV prefix cache; None when the backend does not say), ``n`` and ``errors``."""
     n = len(rows)
     no_tool = [bool(r["no_tool"]) for r in rows if r.get("no_tool") is not None]
     tokens = [int(r["prompt_tokens"]) for r in rows if r.get("prompt_tokens")]
+    evaluated = [int(r["prompt_evaluated"]) for r in rows if r.get("prompt_evaluated") is not None]
     latencies = [float(r["elapsed_s"]) for r in rows]
     return {
         "dag": round(sum(bool(r["dag"]) for r in rows) / n, 4) if n else None,
@@ -331,6 +344,7 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "p50_s": _percentile(latencies, 0.50),
         "p95_s": _percentile(latencies, 0.95),
         "prompt_tokens": round(sum(tokens) / len(tokens), 1) if tokens else None,
+        "prompt_evaluated": round(sum(evaluated) / len(evaluated), 1) if evaluated else None,
         "n": n,
         "errors": sum(r.get("error") is not None for r in rows),
     }

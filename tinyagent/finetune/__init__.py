@@ -18,6 +18,7 @@ torch, transformers, peft and trl are imported only when training starts (extra 
 
 from __future__ import annotations
 
+from ._autoex import AutoExamples, build_examples, example_problem
 from ._base_model import BaseModel, resolve_base
 from ._distill import DistillConfig, DistillResult, distill, distill_sync, training_record
 from ._dryrun import DATA_MISSES, ToolDryRun, builtin_dry_run
@@ -31,6 +32,7 @@ from ._verify import Deduper, Verdict, Verifier, VerifyStats
 
 __all__ = [
     "ADAPTER_INFO",
+    "AutoExamples",
     "DATA_MISSES",
     "DEFAULT_MIX",
     "KINDS",
@@ -49,10 +51,12 @@ __all__ = [
     "Verifier",
     "VerifyStats",
     "atomic_write_json",
+    "build_examples",
     "builtin_dry_run",
     "distill",
     "distill_sync",
     "emit",
+    "example_problem",
     "file_lock",
     "load_chat_records",
     "load_examples",

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mappin
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from .. import _examples
+from .. import _example_cache, _examples
 from .._events import AnswerEvent, PlanResult, RunEvent, RunResult
 from .._executor import Executor
 from .._plan import Example, Plan
@@ -41,6 +41,9 @@ class Agent:
         retriever: picks the tools (and examples) offered per request; None offers every tool.
         router: a routing hook (e.g. :class:`tinyagent.routing.Router`) choosing local or cloud per stage.
         examples: worked examples; those whose tools are all offered go into the prompt.
+        auto_examples: with no ``examples`` (and no ``example_selector``), use the automatic examples cached for
+            this exact registry, if any (built beforehand by :func:`tinyagent.finetune.build_examples` or
+            ``tinyagent examples build``; nothing is built here, so the first request is never delayed).
         example_selector: without a retriever, picks the examples most similar to each request from a pool larger
             than ``max_examples`` (e.g. one with an embedder); None: hashed word features
             (:class:`tinyagent._examples.ExampleSelector`), or the pool's order without numpy.
@@ -64,6 +67,7 @@ class Agent:
         router: RoutingHook | None = None,
         examples: Sequence[Example] = (),
         example_selector: ExampleSelector | None = None,
+        auto_examples: bool = True,
         confirm: ConfirmHook = deny_all,
         deps: Any = None,
         settings: AgentSettings | None = None,
@@ -75,6 +79,8 @@ class Agent:
         self._router = router
         self.retriever = retriever
         self.examples = tuple(examples) if examples or example_selector is None else example_selector.examples
+        if not self.examples and auto_examples:
+            self.examples = _example_cache.load_cached_examples(list(self.registry.values()))
         self.confirm = confirm
         self.deps = deps
         try:

@@ -7,8 +7,8 @@ Global options (accepted before or after the command): ``--model NAME|PATH.gguf|
 ``--model scripted:FILE.json`` is a testing and demo hook: the model answers from a JSON script
 (see :func:`tinyagent.apps._runtime.scripted_model_from_file`), so the apps can be driven without weights.
 
-Commands: run, chat, plan, tools, models, demo, eval, distill, finetune, quant, retrieval, routing, serve, voice,
-mcp, doctor. ``python -m tinyagent.finetune|quant|models`` run the same commands (see :func:`main_with_prefix`).
+Commands: run, chat, plan, tools, models, demo, eval, examples, distill, finetune, quant, retrieval, routing, serve,
+voice, mcp, doctor. ``python -m tinyagent.finetune|quant|models`` run the same commands (see :func:`main_with_prefix`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from .routing import app as _routing_app
 __all__ = ["app", "main", "main_with_prefix", "run_cli"]
 
 # Each module registers its commands; the order is the order of ``tinyagent --help``.
-for _module in ("run", "catalog", "evals", "finetune", "quant", "retrieval", "serve", "voice_cmd", "doctor"):
+for _module in ("run", "catalog", "evals", "examples", "finetune", "quant", "retrieval", "serve", "voice_cmd",
+                "doctor"):
     importlib.import_module(f"{__name__}.{_module}")
 app.add_typer(_routing_app, name="routing")  # the routing package's sub-app lives in .routing
 _accept_global_options(app)

@@ -14,7 +14,8 @@ recorded before and after: a second llama.cpp process on a 2-core machine slows 
 * ``plan``: ``Agent.plan`` wall time per request, p50/p95, on the functions eval set (test split, with its examples)
   and on a foreign registry (a BFCL multi-turn API suite, no examples).
 * ``run``: ``tinyagent run`` on the README's demo request in a new process: cold (empty KV prefix cache) and warm.
-* ``joiner_s``: the answer step of that run, with the LLM joiner, in process.
+* ``joiner_s``: the answer step of that run with the default joiner (``auto``: a template answer for an action plan
+  whose steps all succeeded), in process; ``joiner_llm_s`` / ``joiner_template_s`` and the first words' delay too.
 * ``rss_mb``: peak RSS of a process that loads the planner and plans one request (default and fast planner).
 """
 
@@ -218,13 +219,14 @@ def run_cold_warm(model_name: str, threads: int) -> dict[str, Any]:
 def joiner_time(model: LlamaCppModel, data: Path) -> dict[str, Any]:
     tools = builtin_tools(FunctionsSettings(data_dir=data, timezone="UTC"))
     out = {}
-    for joiner in ("llm", "template"):
+    for joiner in ("llm", "auto", "template"):
         from tinyagent import AgentSettings
 
         agent = Agent(tools=tools, model=model, examples=builtin_examples(), confirm=lambda _: True,
                       settings=AgentSettings(joiner=joiner))
         result = agent.run_sync(DEMO_QUERY, today=TODAY)
         out[f"joiner_{joiner}_s"] = round(result.timings.get("join", 0.0), 3)
+        out[f"joiner_{joiner}_first_words_s"] = round(result.timings.get("join_first_token", 0.0), 3)
         out[f"answer_{joiner}"] = result.answer
     return out
 
@@ -278,7 +280,7 @@ def main() -> None:
         out["plan_p95_s"] = {n: out[f"plan_{n}"]["p95_s"] for n in sets}
     if "joiner" not in skip:
         out.update(joiner_time(model, data))
-        out["joiner_s"] = out["joiner_llm_s"]
+        out["joiner_s"] = out["joiner_auto_s"]  # the default joiner
     out["rss_mb_bench_process"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     asyncio.run(model.aclose())
     del model

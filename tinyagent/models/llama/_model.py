@@ -106,24 +106,7 @@ class LlamaCppModel(PrefixCaching, Model):
             import llama_cpp
         except ImportError as exc:
             raise MissingDependencyError("llama-cpp-python", "llama") from exc
-        from .._catalog import CatalogEntry, ModelCatalog
-
-        if (name is None) == (path is None):
-            raise ConfigurationError("give LlamaCppModel either a catalog name or a path, not both or neither")
-        cat = catalog or ModelCatalog()
-        if name is not None:
-            model_path = cat.path(name)
-            lora = lora_path or cat.lora_path(name)
-            self.name = name
-        else:
-            model_path = Path(str(path)).expanduser()
-            if not model_path.is_file():
-                raise ConfigurationError(f"GGUF file {model_path} does not exist")
-            if sha256:
-                entry = CatalogEntry(name=model_path.name, description="", sha256=sha256)
-                cat._verify(model_path, entry)
-            lora = lora_path
-            self.name = model_path.stem
+        model_path, lora = self._locate(name, path, sha256, lora_path, catalog)
         self.path = model_path
         self.n_threads = n_threads or free_cores()
         self.pricing = pricing or Pricing()
@@ -164,6 +147,25 @@ class LlamaCppModel(PrefixCaching, Model):
             root = cache_dir() / "kv" if prefix_cache_dir == "default" else Path(prefix_cache_dir).expanduser()
             identity = _model_identity(llama_cpp.__version__, n_ctx, model_path, Path(str(lora)) if lora else None)
             self._prefix_store = _PrefixStore(root, identity, prefix_cache_max_bytes)
+
+    def _locate(self, name: str | None, path: str | Path | None, sha256: str | None, lora_path: str | Path | None,
+                catalog: Any) -> tuple[Path, str | Path | None]:
+        """The verified model file and its LoRA adapter; sets ``self.name``."""
+        from .._catalog import CatalogEntry, ModelCatalog
+
+        if (name is None) == (path is None):
+            raise ConfigurationError("give LlamaCppModel either a catalog name or a path, not both or neither")
+        cat = catalog or ModelCatalog()
+        if name is not None:
+            self.name = name
+            return cat.path(name), lora_path or cat.lora_path(name)
+        model_path = Path(str(path)).expanduser()
+        if not model_path.is_file():
+            raise ConfigurationError(f"GGUF file {model_path} does not exist")
+        if sha256:
+            cat._verify(model_path, CatalogEntry(name=model_path.name, description="", sha256=sha256))
+        self.name = model_path.stem
+        return model_path, lora_path
 
     @property
     def llama(self) -> Any:

@@ -165,7 +165,8 @@ def plan_times(agent: Agent, model: LlamaCppModel, queries: list[str]) -> dict[s
     ordered = sorted(times)
     return {"n": len(times), "p50_s": round(statistics.median(times), 3),
             "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3),
-            "mean_prompt_tokens_evaluated": round(statistics.mean(prompt_tokens), 1)}
+            "mean_prompt_tokens_evaluated": round(statistics.mean(prompt_tokens), 1),
+            "times_s": [round(t, 2) for t in times], "prompt_tokens_evaluated": prompt_tokens}
 
 
 # -- request sets --------------------------------------------------------------------------------------------------

@@ -188,3 +188,21 @@ def test_same_plans_with_and_without_speculation_default_model() -> None:
         pytest.skip(f"default model not available: {exc}")
     stats = _check_same_plans(model)
     assert sum(s.accepted for s in stats) >= sum(s.tokens for s in stats) // 3  # a third or more came in batches
+
+
+def test_lookup_drafts_are_cut_to_the_length_that_pays() -> None:
+    from tinyagent.models.llama._decode import LookupRate
+
+    sure = LookupRate(prior=0.95)
+    assert sure.length(5, probe=False) == 5  # 0.95**5 = 0.77 >= 0.55
+    unsure = LookupRate(prior=0.75)
+    assert unsure.length(5, probe=False) == 2  # 0.75**2 = 0.56, 0.75**3 = 0.42
+    assert sure.length(2, probe=False) == 2  # never past the room left
+    for _ in range(10):
+        unsure.update(drafted=3, accepted=0)  # every guess wrong
+    assert unsure.rate < 0.55
+    assert unsure.length(5, probe=False) == 0  # no more lookup drafts ...
+    assert unsure.length(5, probe=True) == 1  # ... but a one-token probe at the start of a request
+    for _ in range(20):
+        unsure.update(drafted=2, accepted=2)
+    assert unsure.length(5, probe=False) >= 2  # it recovers when the guesses are right again

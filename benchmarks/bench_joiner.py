@@ -35,8 +35,6 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import os
-import platform
 import re
 import statistics
 import sys
@@ -49,7 +47,10 @@ from typing import Any
 from tinyagent import Agent, Ref, StepRecord, Tool
 from tinyagent.evals import EvalCase, load_evalset
 from tinyagent.functions import FunctionsSettings, builtin_examples, builtin_tools, init_demo
-from tinyagent.models import Completion, LlamaCppModel, Model, ModelRequest, free_cores
+from tinyagent.models import Completion, LlamaCppModel, Model, ModelRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_latency import log, machine  # noqa: E402 - the benchmarks folder is not a package
 
 RESULTS = Path(__file__).parent / "results"
 END_OF_PLAN = "<END_OF_PLAN>"
@@ -67,14 +68,6 @@ PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
 ISO_IN_TEXT = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def machine() -> dict[str, Any]:
-    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-            "loadavg": [round(x, 2) for x in os.getloadavg()], "free_cores": free_cores(),
-            "python": platform.python_version()}
 
 
 # -- the models ------------------------------------------------------------------------------------------------------

@@ -32,14 +32,13 @@ like a lookup, so sending to that address is not asked about.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ._events import StepRecord
 from ._plan import Call, Ref
-from ._text import strip_accents
+from ._text import as_text, strip_accents
 from ._tools import Tool
 
 __all__ = ["Provenance", "leaves", "risky_targets"]
@@ -60,13 +59,7 @@ def _digits(text: str) -> str:
     return _NOT_DIGIT.sub("", text)
 
 
-def _text_of(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+_text_of = as_text
 
 
 def _is_atom(text: str) -> bool:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
+from typing import Any
 
-__all__ = ["strip_accents"]
+__all__ = ["as_text", "strip_accents"]
+
+
+def as_text(value: Any) -> str:
+    """``value`` as text: a string as it is, anything else as JSON (``repr`` where JSON cannot hold it)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def strip_accents(text: str) -> str:

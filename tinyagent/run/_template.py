@@ -20,7 +20,6 @@ later steps are the lookups behind the actions, and the action lines already sho
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from .._events import StepRecord
 from .._plan import Ref
 from .._provenance import leaves
+from .._text import as_text
 from .._tools import CONTENT_PARAMS, Tool
 
 __all__ = ["template_answer", "template_covers"]
@@ -332,13 +332,7 @@ def _show(value: str) -> str:
     return _quote(value, _MAX_LABEL) if len(words) >= 2 else _clean(value, _MAX_ATOM)
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+_text = as_text
 
 
 def _strings(value: Any) -> list[str]:

@@ -30,6 +30,7 @@ from typing import Any
 
 from .._events import NoToolCheck
 from .._plan import Call, Ref
+from .._provenance import leaves
 from .._routing_base import RoutingHook
 from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
@@ -64,15 +65,9 @@ def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
-def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _leaves(item)
-    elif not isinstance(value, Ref) and value is not None and not isinstance(value, bool):
-        yield value
+def _literals(value: Any) -> Iterable[Any]:
+    """The literal scalars of an argument value: not references, None or booleans."""
+    return (v for v in leaves(value) if not isinstance(v, Ref | bool) and v is not None)
 
 
 def _grounded(value: Any, request: str, request_stems: set[str]) -> bool:
@@ -90,8 +85,8 @@ def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) 
     """``grounded`` and ``overlap`` of a plan (pure text features, no model)."""
     request_words = _words(query)
     request_stems = {_stem(w) for w in request_words}
-    leaves = [v for c in calls for v in _leaves(c.args)]
-    grounded = sum(_grounded(v, query, request_stems) for v in leaves) / len(leaves) if leaves else 1.0
+    values = [v for c in calls for v in _literals(c.args)]
+    grounded = sum(_grounded(v, query, request_stems) for v in values) / len(values) if values else 1.0
     tool_stems: set[str] = set()
     for name in {c.name for c in calls}:
         tool = tools.get(name)

@@ -33,6 +33,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,13 @@ RECORDS = RESULTS / "no_tool_records.jsonl"
 TODAY = dt.date(2026, 11, 30)
 NEGATIVE = ("irrelevance", "live_irrelevance")
 POSITIVE = ("simple_python", "multiple", "live_simple", "live_multiple")
-FEATURES = ("p_join", "verify", "grounded", "overlap")
+FEATURES = ("p_join", "verify", "grounded", "overlap", "named")
 MAX_FALSE_REFUSAL = 0.05
+
+
+def _jsonable(value: Any) -> Any:
+    """Argument values as JSON (references as ``"$k"``)."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def _load() -> tuple[float, float, float]:
@@ -69,8 +75,12 @@ async def record_case(model: Any, case: bfcl.BfclCase) -> dict[str, Any]:
                 "correct_before": bfcl.check_case(case, [])[0], "correct_refused": bfcl.check_case(case, [])[0]}
     calls = [{"name": c.name, "args": dict(c.args)} for c in res.plan.calls]
     check = res.no_tool_check
-    return {"id": case.id, "category": case.category, "needs_no_tool": case.expects_no_call,
-            "calls": [c["name"] for c in calls], "plan": res.text, "p_join": res.no_tool_prob,
+    # What the plan would score if it stopped after k calls (k = 1..n): the data for the stop decision.
+    prefix_correct = [bfcl.check_case(case, calls[:k])[0] for k in range(1, len(calls) + 1)]
+    return {"id": case.id, "category": case.category, "needs_no_tool": case.expects_no_call, "query": case.question,
+            "calls": [c["name"] for c in calls], "call_args": [_jsonable(c["args"]) for c in calls],
+            "stop_probs": list(res.stop_probs), "prefix_correct": prefix_correct,
+            "plan": res.text, "p_join": res.no_tool_prob,
             "features": dict(check.features) if check else {}, "verify_s": round(check.elapsed_s, 3) if check else 0,
             "plan_s": round(res.elapsed_s, 3), "total_s": round(time.perf_counter() - started, 3),
             "correct_before": bfcl.check_case(case, calls)[0], "correct_refused": bfcl.check_case(case, [])[0]}
@@ -81,8 +91,8 @@ async def record(args: argparse.Namespace) -> None:
 
     cases = bfcl.load_cases(bfcl.ensure_data(), args.categories.split(","), args.limit, parity="even")
     old = {}
-    if RECORDS.exists():
-        old = {r["id"]: r for r in map(json.loads, RECORDS.read_text().splitlines()) if r}
+    if args.records.exists():
+        old = {r["id"]: r for r in map(json.loads, args.records.read_text().splitlines()) if r}
     load_before = _load()
     model = LlamaCppModel(args.model, n_threads=args.n_threads)
     try:
@@ -96,8 +106,8 @@ async def record(args: argparse.Namespace) -> None:
     load_after = _load()
     for case in cases:
         old[case.id]["load_after"] = load_after
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    RECORDS.write_text("".join(json.dumps(r) + "\n" for r in old.values()))
+    args.records.parent.mkdir(parents=True, exist_ok=True)
+    args.records.write_text("".join(json.dumps(r) + "\n" for r in old.values()))
 
 
 def _matrix(records: list[dict[str, Any]]) -> Any:
@@ -109,7 +119,7 @@ def _matrix(records: list[dict[str, Any]]) -> Any:
     for r in records:
         f = r["features"]
         rows.append([_logit(f.get("p_join", 0.0)), f.get("verify", 0.0), f.get("grounded", 1.0),
-                     f.get("overlap", 0.0)])
+                     f.get("overlap", 0.0), f.get("named", 1.0)])
     return np.array(rows, dtype=float)
 
 
@@ -186,13 +196,38 @@ def _evaluate(records: list[dict[str, Any]], use: tuple[str, ...]) -> dict[str, 
     return {"coefficients": coefs, "floor": floor, "n_fitted": len(train), "cv": cv, "full": full}
 
 
+def _refresh(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records, their text features recomputed with today's code where the plan's arguments were recorded
+    (so a new text feature is evaluated without planning again; the model features stay as measured)."""
+    from tinyagent._plan import Plan
+    from tinyagent.run._no_tool import plan_features
+
+    records = list(records)
+    cats = sorted({r["category"] for r in records})
+    cases = {c.id: c for c in bfcl.load_cases(bfcl.ensure_data(), cats, None, parity="even")}
+    for r in records:
+        case = cases.get(r["id"])
+        if case is None or not r.get("call_args") or not r["features"]:
+            continue
+        calls = Plan.from_json([{"id": i + 1, "name": n, "args": a}
+                                for i, (n, a) in enumerate(zip(r["calls"], r["call_args"], strict=True))]).calls
+        tools = {t.name: t for t in ToolRegistry.from_openai(case.functions)}
+        r["features"].update(plan_features(case.question, calls, tools))
+    return records
+
+
 def fit(args: argparse.Namespace) -> None:
     import numpy as np
 
     from tinyagent.run._no_tool import _could_refuse
 
-    records = [r for r in map(json.loads, RECORDS.read_text().splitlines()) if r and "error" not in r]
-    main, cheap = _evaluate(records, FEATURES), _evaluate(records, ("p_join", "grounded", "overlap"))
+    records = _refresh(r for r in map(json.loads, args.records.read_text().splitlines()) if r and "error" not in r)
+    main = _evaluate(records, FEATURES)
+    # Cheaper variants (no question; and without the name feature, the previous model): the shipped one is the
+    # best under cross-validation, the question only if it beats every variant without it.
+    variants = {"without_verify": tuple(f for f in FEATURES if f != "verify"),
+                "without_verify_named": ("p_join", "grounded", "overlap")}
+    cheap_fits = {name: _evaluate(records, use) for name, use in variants.items()}
     coefs, floor, cv = main["coefficients"], main["floor"], main["cv"]
     scored = [r for r in records if r["calls"]]
     asked = [r for r in scored if _could_refuse({k: v for k, v in r["features"].items() if k != "verify"},
@@ -206,11 +241,13 @@ def fit(args: argparse.Namespace) -> None:
         "before": _outcomes(records, {}, 2.0),
         "after_cross_validated": _outcomes(records, cv, floor),
         "after_in_sample": _outcomes(records, main["full"], floor),
-        "ablation_without_verify": {"coefficients": cheap["coefficients"], "floor": cheap["floor"],
-                                    "after_cross_validated": _outcomes(records, cheap["cv"], cheap["floor"])},
+        **{f"ablation_{name}": {"features": list(variants[name]), "coefficients": e["coefficients"],
+                                "floor": e["floor"], "after_cross_validated": _outcomes(records, e["cv"], e["floor"])}
+           for name, e in cheap_fits.items()},
         "limit6": {"ids": [r["id"] for r in first6], "before": _outcomes(first6, {}, 2.0),
                    "after_cross_validated": _outcomes(first6, cv, floor),
-                   "after_cross_validated_without_verify": _outcomes(first6, cheap["cv"], cheap["floor"])},
+                   **{f"after_cross_validated_{name}": _outcomes(first6, e["cv"], e["floor"])
+                      for name, e in cheap_fits.items()}},
         "question_asked_share": round(len(asked) / max(1, len(scored)), 3),
         "latency": {"verify_mean_s": round(float(np.mean(verify_s)), 3) if verify_s else None,
                     "verify_median_s": round(float(np.median(verify_s)), 3) if verify_s else None,
@@ -220,15 +257,19 @@ def fit(args: argparse.Namespace) -> None:
         "cv_probabilities": {k: round(v, 4) for k, v in cv.items()},
         "records": records,
     }
+    best_name = max(cheap_fits, key=lambda n: result[f"ablation_{n}"]["after_cross_validated"]["mean_accuracy"])
+    best = cheap_fits[best_name]
     with_q = result["after_cross_validated"]["mean_accuracy"]
-    without_q = result["ablation_without_verify"]["after_cross_validated"]["mean_accuracy"]
+    without_q = result[f"ablation_{best_name}"]["after_cross_validated"]["mean_accuracy"]
     # The question costs a model call; it goes into the shipped model only if it helps under cross-validation.
-    result["chosen"] = ({"coefficients": coefs, "floor": floor, "question": True} if with_q > without_q else
-                        {"coefficients": cheap["coefficients"], "floor": cheap["floor"], "question": False})
+    result["chosen"] = ({"coefficients": coefs, "floor": floor, "question": True, "variant": "all"}
+                        if with_q > without_q else
+                        {"coefficients": best["coefficients"], "floor": best["floor"], "question": False,
+                         "variant": best_name})
     result["shipped"] = {"coefficients": NO_TOOL_MODEL, "floor": NO_TOOL_FLOOR}
     (RESULTS / "no_tool.json").write_text(json.dumps(result, indent=1))
-    shown = ("coefficients", "floor", "before", "after_cross_validated", "after_in_sample", "ablation_without_verify",
-             "question_asked_share", "latency", "chosen", "shipped")
+    shown = ("coefficients", "floor", "before", "after_cross_validated", "after_in_sample",
+             *(f"ablation_{name}" for name in variants), "question_asked_share", "latency", "chosen", "shipped")
     print(json.dumps({k: result[k] for k in shown}, indent=1))
     print(json.dumps({k: v for k, v in result["limit6"].items() if k != "ids"}, indent=1))
 
@@ -241,7 +282,9 @@ def main() -> None:
     rec.add_argument("--categories", default=",".join(NEGATIVE + POSITIVE))
     rec.add_argument("--limit", type=int, default=6, help="even-indexed cases per category")
     rec.add_argument("--n-threads", type=int, default=int(os.environ.get("BENCH_THREADS", "2")))
-    sub.add_parser("fit", help="fit and cross-validate on the records (fast)")
+    rec.add_argument("--records", type=Path, default=RECORDS, help="the records file (default %(default)s)")
+    fit_p = sub.add_parser("fit", help="fit and cross-validate on the records (fast)")
+    fit_p.add_argument("--records", type=Path, default=RECORDS)
     args = ap.parse_args()
     if args.step == "record":
         asyncio.run(record(args))

@@ -19,6 +19,7 @@ from tinyagent import (
     Ref,
     StepPlanned,
     ToolFinished,
+    ToolRegistry,
     ToolStarted,
     tool,
 )
@@ -376,3 +377,16 @@ async def test_two_concurrent_runs_on_one_agent_share_no_state() -> None:
     grammars = [r.grammar or "" for r in model.requests if "Request: email sid" in str(r.messages[-1]["content"])]
     assert grammars[0] and "sleep_tool" not in grammars[0]
     assert elapsed < 0.3 + 0.05 + 0.2 + 1.0  # they overlapped rather than queued behind each other
+
+
+def test_examples_written_for_other_parameters_are_dropped() -> None:
+    """A worked example for a same-named tool with other parameters (the built-in library's beside a user's own)
+    never reaches the prompt; one that fits stays."""
+    tools = ToolRegistry.from_openai([{"type": "function", "function": {
+        "name": "create_note", "description": "Make a note.",
+        "parameters": {"type": "object", "required": ["heading"], "properties": {"heading": {"type": "string"}}}}}])
+    fits = Example("Note: buy milk", Plan.from_json([{"id": 1, "name": "create_note", "args": {"heading": "milk"}}]))
+    other = Example("Note: call mom", Plan.from_json([{"id": 1, "name": "create_note",
+                                                         "args": {"title": "call mom", "body": ""}}]))
+    agent = Agent(tools=tools, model=ScriptedModel(["1. join()\n"]), examples=[other, fits])
+    assert agent.examples == (fits,)

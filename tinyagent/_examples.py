@@ -8,18 +8,32 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ._plan import Example
 
-__all__ = ["ExampleSelector", "hashed_features", "words"]
+__all__ = ["ExampleSelector", "fits_schemas", "hashed_features", "words"]
 
 HASH_DIM = 4096
 Embed = Callable[[Sequence[str]], Any]
 _HASH_DIM = 1024  # enough for a pool of short requests; keeps the similarity product small
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
+
+
+def fits_schemas(example: Example, tools: Mapping[str, Any]) -> bool:
+    """Whether every call of ``example`` to one of ``tools`` uses only that tool's parameters and all its required
+    ones. A worked example written for another tool of the same name (the built-in ``create_calendar_event``
+    beside a user's own) would teach the planner arguments the grammar then forbids."""
+    for call in example.plan.calls:
+        tool = tools.get(call.name)
+        if tool is None:
+            continue
+        props = tool.parameters.get("properties", {})
+        if not set(call.args) <= set(props) or not set(tool.required) <= set(call.args):
+            return False
+    return True
 
 
 def _split_identifier(name: str) -> str:

@@ -1,7 +1,8 @@
 """GBNF grammars generated from the tools offered for one request.
 
 The plan grammar allows only the offered tool names, each tool's own parameter names (required ones required, in
-schema order), values of each parameter's JSON type (enums as enums, strings with a length cap), and ``$k``
+schema order), values of each parameter's JSON type (enums as enums, strings with a length cap, or in the shape
+their description states: :mod:`tinyagent._formats`), and ``$k``
 references only to earlier steps. Steps are unrolled up to ``max_steps`` so that step numbers are exact.
 
 An invalid GBNF can crash llama.cpp, so every grammar is checked by :func:`check_gbnf` before it is returned.
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._formats import string_shapes
 from ._plan import END_OF_PLAN, JOIN
 from ._tools import Tool
 from .errors import ConfigurationError
@@ -33,12 +35,15 @@ class GrammarOptions:
         max_string_chars: the cap on a string argument's length.
         max_array_items: the cap on a list argument's length.
         max_depth: nesting depth of free-form JSON values.
+        value_shapes: hold string values to the shape their schema or description states ("in the format of
+            'City, State'", ``'YYYY-MM-DD'``, "email addresses": :func:`tinyagent._formats.string_shapes`).
     """
 
     max_steps: int = 10
     max_string_chars: int = 300
     max_array_items: int = 8
     max_depth: int = 3
+    value_shapes: bool = True
 
 
 def gbnf_literal(text: str) -> str:
@@ -108,7 +113,9 @@ class _Builder:
             alts.extend(self.value(v, ref, f"{hint}-alt", depth) for v in variants)
             return " | ".join(alts)
         typ = schema.get("type")
-        if typ == "string":
+        if typ == "string" and opts.value_shapes and (shapes := string_shapes(schema)):
+            alts.append(f'"\\"" ( {" | ".join(shapes)} ) "\\""')
+        elif typ == "string":
             cap = opts.max_string_chars
             max_len = schema.get("maxLength")
             if isinstance(max_len, int) and 0 < max_len < cap:
@@ -124,6 +131,8 @@ class _Builder:
             alts.append('"null"')
         elif typ == "array":
             items = schema.get("items") or {}
+            if items.get("type") == "string" and "description" not in items and schema.get("description"):
+                items = {**items, "description": schema["description"]}  # "the recipients' email addresses"
             item = self.value(items, ref, f"{hint}-item", depth + 1) if depth < opts.max_depth else "json-scalar"
             more = max(0, opts.max_array_items - 1)
             alts.append(f'"[" ( {item} ( ", " {item} ){{0,{more}}} )? "]"')

@@ -40,7 +40,8 @@ class Agent:
             catalog's default planner, loaded on first use.
         retriever: picks the tools (and examples) offered per request; None offers every tool.
         router: a routing hook (e.g. :class:`tinyagent.routing.Router`) choosing local or cloud per stage.
-        examples: worked examples; those whose tools are all offered go into the prompt.
+        examples: worked examples; those whose tools are all offered go into the prompt (an example whose calls do
+            not fit these tools' parameters is dropped: :func:`tinyagent._examples.fits_schemas`).
         auto_examples: with no ``examples`` (and no ``example_selector``), use the automatic examples cached for
             this exact registry, if any (built beforehand by :func:`tinyagent.finetune.build_examples` or
             ``tinyagent examples build``; nothing is built here, so the first request is never delayed).
@@ -78,6 +79,8 @@ class Agent:
         self._model: Model | None = model if isinstance(model, Model) else None
         self._router = router
         self.retriever = retriever
+        if examples:
+            examples = [e for e in examples if _examples.fits_schemas(e, self.registry)]
         self.examples = tuple(examples) if examples or example_selector is None else example_selector.examples
         if not self.examples and auto_examples:
             self.examples = _example_cache.load_cached_examples(list(self.registry.values()))

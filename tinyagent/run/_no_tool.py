@@ -54,6 +54,11 @@ how please do does will would could should about into as your our we us want nee
 find some any all there their them they he she his her its was were has have had not no yes if then
 than also just
 """.split())  # noqa: SIM905 - a word list reads better as text
+# Verbs and nouns that tool names use whatever they do: they say nothing about whether a tool fits a request.
+_GENERIC = frozenset("""
+calculate calc compute find get set retrieve fetch return determine search lookup look query list create make
+make run execute perform do process handle check api tool function func info data value values result
+""".split())  # noqa: SIM905
 
 
 def _words(text: str) -> list[str]:
@@ -81,8 +86,23 @@ def _grounded(value: Any, request: str, request_stems: set[str]) -> bool:
     return str(value).lower() in request.lower() or sum(w in request_stems for w in words) >= len(words) / 2
 
 
+def _name_words(name: str) -> set[str]:
+    """The stems of a tool name's words that say what it does (not the verbs every tool name uses)."""
+    return {_stem(w) for w in _words(name.replace(".", " ")) if w not in _GENERIC and len(w) > 2 and not w.isdigit()}
+
+
+def _named(request_stems: set[str], calls: Sequence[Call]) -> float:
+    """The least share, over the called tools, of the tool name's words found in the request."""
+    shares = []
+    for name in dict.fromkeys(c.name for c in calls):
+        words = _name_words(name)
+        if words:
+            shares.append(sum(w in request_stems for w in words) / len(words))
+    return min(shares) if shares else 1.0
+
+
 def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) -> dict[str, float]:
-    """``grounded`` and ``overlap`` of a plan (pure text features, no model)."""
+    """``grounded``, ``overlap`` and ``named`` of a plan (pure text features, no model)."""
     request_words = _words(query)
     request_stems = {_stem(w) for w in request_words}
     values = [v for c in calls for v in _literals(c.args)]
@@ -98,7 +118,8 @@ def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) 
         tool_stems |= {_stem(w) for w in _words(text)}
     content = [w for w in request_words if not w.isdigit() and len(w) > 2]
     overlap = sum(_stem(w) in tool_stems for w in content) / len(content) if content else 0.0
-    return {"grounded": round(grounded, 4), "overlap": round(overlap, 4)}
+    named = _named(request_stems, calls)
+    return {"grounded": round(grounded, 4), "overlap": round(overlap, 4), "named": round(named, 4)}
 
 
 def verify_request(planner: ModelRequest, plan_text: str) -> ModelRequest:
@@ -128,7 +149,8 @@ def no_tool_probability(features: Mapping[str, float], model: Mapping[str, float
     ``NO_TOOL_MODEL``). ``features`` holds ``p_join`` as a probability; a missing ``verify`` counts as 0."""
     model = NO_TOOL_MODEL if model is None else model
     x = {"p_join": _logit(features.get("p_join", 0.0)), "verify": features.get("verify", 0.0),
-         "grounded": features.get("grounded", 1.0), "overlap": features.get("overlap", 0.0)}
+         "grounded": features.get("grounded", 1.0), "overlap": features.get("overlap", 0.0),
+         "named": features.get("named", 1.0)}
     z = model.get("bias", 0.0) + sum(model.get(k, 0.0) * v for k, v in x.items())
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 

@@ -1,0 +1,93 @@
+"""Value shapes read from parameter descriptions (tinyagent._formats) and their place in the plan grammar."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tinyagent import ToolRegistry
+from tinyagent._formats import string_shapes
+from tinyagent._grammar import GrammarOptions, plan_grammar
+
+
+def _shapes(description: str, **schema: str) -> list[str]:
+    return string_shapes({"type": "string", "description": description, **schema})
+
+
+def _matches(shapes: list[str], value: str) -> bool:
+    """Whether ``value`` fits one of the GBNF shapes (literals, character classes and quantifiers, which read the
+    same as a Python regex once literals are escaped)."""
+    token = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|\{\d+(?:,\d+)?\}|[+?*]|\s+')
+    for shape in shapes:
+        parts = [re.escape(json.loads(t)) if t.startswith('"') else t
+                 for t in token.findall(shape) if not t.isspace()]
+        assert "".join(token.findall(shape)).replace(" ", "") == shape.replace(" ", ""), shape
+        if re.fullmatch("".join(parts), value):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(("description", "good", "bad"), [
+    ("The city, in the format of 'City, State (abbr)', such as 'San Francisco, CA'.", "Tel Aviv, Israel", "Tel Aviv"),
+    ("The date of the event, formatted as 'MM/DD/YYYY'.", "03/15/2027", "2027-03-15"),
+    ("Start, in the format 'YYYY-MM-DD HH:mm:ss'.", "2026-12-02 12:00:00", "2026-12-02T12:00"),
+    ("The date for the reservation in ISO format (YYYY-MM-DD).", "2026-12-02", "tomorrow"),
+    ("The time of the reservation in 24-hour format (e.g., '18:30' for 6:30 PM).", "09:05", "9am"),
+    ("Recipient email addresses.", "sid@example.com", "Sid"),
+    ("Phone numbers to text.", "+1 415 555 0199", "Sid"),
+])
+def test_a_stated_shape_is_kept_and_a_value_outside_it_is_not(description: str, good: str, bad: str) -> None:
+    shapes = _shapes(description)
+    assert shapes
+    assert _matches(shapes, good)
+    assert not _matches(shapes, bad)
+
+
+@pytest.mark.parametrize("description", [
+    "The system command to execute, for example 'dir && echo done'.",
+    "The IATA airport code or name of the city, such as 'JFK'.",
+    "The name or email address of the recipient.",
+    "The drink's special instructions, such as 'extra hot'.",
+    "",
+])
+def test_no_shape_where_the_description_states_none(description: str) -> None:
+    assert _shapes(description) == []
+
+
+def test_sentinels_and_empty_values_stay_allowed_beside_the_shape() -> None:
+    shapes = _shapes("Start 'YYYY-MM-DD HH:mm:ss', or 'null' for immediate availability; empty for none.")
+    assert '"null"' in shapes
+    assert '""' in shapes
+
+
+def test_schema_format_wins_without_a_description() -> None:
+    assert _matches(string_shapes({"type": "string", "format": "date"}), "2027-01-31")
+    assert _matches(string_shapes({"type": "string", "format": "email"}), "a.b@c.org")
+    assert not _matches(string_shapes({"type": "string", "format": "email"}), "Alex")
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([{"type": "function", "function": {
+        "name": "book", "description": "Book a table.",
+        "parameters": {"type": "object", "required": ["city", "guests"], "properties": {
+            "city": {"type": "string", "description": "in the format of 'City, State'"},
+            "guests": {"type": "array", "items": {"type": "string"}, "description": "the guests' email addresses"},
+            "note": {"type": "string", "description": "anything else"}}}}}])
+
+
+def test_the_plan_grammar_holds_values_to_the_shape_and_keeps_references() -> None:
+    grammar = plan_grammar(_tools())
+    city = next(line for line in grammar.splitlines() if line.startswith("book-2-city ::="))
+    assert '", "' in city and city.startswith("book-2-city ::= ref-2 |")
+    item = next(line for line in grammar.splitlines() if line.startswith("book-1-guests-item ::="))
+    assert '"@"' in item
+    note = next(line for line in grammar.splitlines() if line.startswith("book-1-note ::="))
+    assert note == "book-1-note ::= string-300"
+
+
+def test_value_shapes_can_be_turned_off() -> None:
+    grammar = plan_grammar(_tools(), options=GrammarOptions(value_shapes=False))
+    assert '"@"' not in grammar
+    assert "book-1-city ::= string-300" in grammar

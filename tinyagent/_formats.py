@@ -1,0 +1,121 @@
+"""The shape a string parameter's schema or description asks its values to have, as a grammar expression.
+
+Small planners read "in the format of 'City, State'" and still write ``"Tel Aviv"``; they read "the recipients'
+email addresses" and still write ``"Sid"``. Where a description states a shape plainly, the plan grammar holds the
+planner to it (a ``$k`` reference stays allowed wherever it was):
+
+* a date or time pattern, quoted or not: ``'YYYY-MM-DD'``, ``MM/DD/YYYY``, ``'YYYY-MM-DD HH:mm:ss'``, ``HH:MM``;
+* a quoted example of digits after the word "format": "in 24-hour format (e.g., '18:30')";
+* a quoted placeholder pattern after the word "format": "in the format of 'City, State'" (the separators must
+  appear, each part is free text);
+* JSON schema ``format: date`` / ``email``, or a description that asks for email addresses or phone numbers (and
+  not for a name): the value must look like one.
+
+An empty value stays allowed where the description speaks of one ("empty for none"), and lowercase sentinels a
+description offers beside the shape ("or 'null' for immediate availability", "'dontcare'
+if no preference") stay allowed. Everything is read from the schema and description, never from a tool's or a
+parameter's name; a description that states no shape leaves the value free.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["string_shapes"]
+
+_TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
+_DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
+_QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"|`([^`\n]{1,40})`|\u201c([^\u201d\n]{1,40})\u201d")
+_FORMAT_BEFORE = re.compile(r"\b(?:format(?:ted)?|pattern)\b[^;'\"`\u201c]{0,24}$", re.IGNORECASE)
+_DIGIT_EXAMPLE = re.compile(r"\d+(?:[-/.: ]\d+)+")
+_PLACEHOLDER_PART = r"[A-Z][A-Za-z]*(?: [A-Za-z]+)*(?: \([A-Za-z]+\))?"
+_PLACEHOLDER = re.compile(rf"{_PLACEHOLDER_PART}(?:(?:, | - |/| / |; ){_PLACEHOLDER_PART})+")
+_SEPARATOR = re.compile(r", | - | / |/|; ")
+_SENTINEL = re.compile(r"^[a-z][a-z_]{1,15}$")
+_EMAIL_WORDS = re.compile(r"\be-?mail(?: address(?:es)?| ids?)\b", re.IGNORECASE)
+_PHONE_WORDS = re.compile(r"\b(?:phone|mobile|cell|telephone) numbers?\b", re.IGNORECASE)
+_NAME_WORDS = re.compile(r"\b(?:names?|handles?|usernames?|contacts?|ids?)\b", re.IGNORECASE)
+_EMPTY = re.compile(r"\bempty\b|\bblank\b|''|\"\"", re.IGNORECASE)
+_FREE = r'[^"\\\x00-\x1f]'
+_EMAIL = r'[^"\\\x00-\x1f@ ]+ "@" [^"\\\x00-\x1f@ ]+ "." [a-zA-Z0-9.-]+'
+_PHONE = r'"+"? [0-9(] [0-9() .-]{5,20}'
+_ISO_DATE = '[0-9]{4} "-" [0-9]{2} "-" [0-9]{2}'
+
+
+def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]:
+    """GBNF expressions for the inside of a string value of ``schema`` (without the quotes); [] when its schema
+    and description state no shape. Several expressions are alternatives."""
+    text = " ".join(s for s in (description, str(schema.get("description", ""))) if s)
+    fmt = str(schema.get("format", "")).lower()
+    shapes: list[str] = []
+    if fmt == "date":
+        shapes.append(_ISO_DATE)
+    elif fmt in ("email", "idn-email"):
+        shapes.append(_EMAIL)
+    for written in _DATE_PATTERN.finditer(text):
+        shapes.append(_date_shape(written.group()))
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g is not None)
+        if _DATE_PATTERN.fullmatch(quoted) or not _FORMAT_BEFORE.search(text[:match.start()]):
+            continue
+        if _DIGIT_EXAMPLE.fullmatch(quoted):
+            shapes.append(_digit_shape(quoted))
+        elif _PLACEHOLDER.fullmatch(quoted):
+            shapes.append(_placeholder_shape(quoted))
+    if not shapes and not _NAME_WORDS.search(text):
+        if _EMAIL_WORDS.search(text):
+            shapes.append(_EMAIL)
+        elif _PHONE_WORDS.search(text):
+            shapes.append(_PHONE)
+    if not shapes:
+        return []
+    shapes += [_literal(s) for s in _sentinels(text)]
+    if _EMPTY.search(text):
+        shapes.append('""')
+    return list(dict.fromkeys(shapes))
+
+
+def _date_shape(pattern: str) -> str:
+    """``YYYY-MM-DD HH:mm`` -> digits of each field's width with the separators as written."""
+    parts = []
+    for tok in re.findall(rf"{_TOKEN}|.", pattern):
+        parts.append(f"[0-9]{{{len(tok)}}}" if re.fullmatch(_TOKEN, tok) else _literal(tok))
+    return " ".join(parts)
+
+
+def _digit_shape(example: str) -> str:
+    """``18:30`` -> two digits, ``:``, two digits (each run of digits keeps its width)."""
+    parts = []
+    for run in re.findall(r"\d+|\D", example):
+        parts.append(f"[0-9]{{{len(run)}}}" if run.isdigit() else _literal(run))
+    return " ".join(parts)
+
+
+def _placeholder_shape(pattern: str) -> str:
+    """``City, State`` -> free text, the separator, free text (a part may not hold a separator's mark)."""
+    separators = _SEPARATOR.findall(pattern)
+    marks = sorted({ch for sep in separators for ch in sep if ch != " "}, key=lambda ch: ch == "-")
+    part = f"{_FREE[:-1]}{''.join(marks)}]+"
+    items = [part]
+    for sep in separators:
+        items += [_literal(sep), part]
+    return " ".join(items)
+
+
+def _sentinels(text: str) -> list[str]:
+    """Quoted lowercase words offered as special values ("or 'null'", "'dontcare' if ...")."""
+    out = []
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g is not None)
+        if _SENTINEL.fullmatch(quoted):
+            out.append(quoted)
+    return out
+
+
+def _literal(text: str) -> str:
+    """``text`` as a GBNF literal of the characters inside a JSON string."""
+    inner = json.dumps(text, ensure_ascii=False)[1:-1]
+    return json.dumps(inner, ensure_ascii=False)

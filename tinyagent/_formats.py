@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["string_shapes"]
+__all__ = ["identifier_kind", "string_shapes"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
@@ -76,6 +76,20 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
     if _EMPTY.search(text):
         shapes.append('""')
     return list(dict.fromkeys(shapes))
+
+
+def identifier_kind(schema: Mapping[str, Any]) -> str | None:
+    """``"email"`` or ``"phone"`` when a string parameter (or a list of strings, described as a whole) holds such
+    identifiers by its schema or description; else None."""
+    if schema.get("type") == "array":
+        items = schema.get("items") or {}
+        if items.get("type") != "string":
+            return None
+        schema = {**items, "description": items.get("description") or schema.get("description", "")}
+    if schema.get("type") != "string":
+        return None
+    shapes = string_shapes(schema)
+    return "email" if _EMAIL in shapes else "phone" if _PHONE in shapes else None
 
 
 def _date_shape(pattern: str) -> str:

@@ -22,6 +22,7 @@ from ..models import Model
 from ._loop import run_loop
 from ._no_tool import check_no_tool
 from ._plan import plan_once, planner_request
+from ._repair import repair_plan
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
@@ -136,6 +137,9 @@ class Agent:
                                     self.settings, no_tool_prob, state.result.notes)
         if check is not None and check.refused:
             plan = Plan(calls=(), answer=plan.answer)
+        elif self.settings.given_identifiers:
+            plan, repaired = repair_plan(plan, query, state.today, state.offer.tools)
+            state.result.notes.extend(repaired)
         prompt_tokens = completion.usage.input_tokens or model.count_tokens(
             "".join(str(m["content"]) for m in request.messages))
         return PlanResult(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 
 from .._events import NoToolCheck
@@ -13,7 +13,8 @@ from .._routing_base import RouteSignals, Stage
 from ..errors import ModelError, PlanError
 from ..models import Completion, Model, ModelRequest
 from ._no_tool import check_no_tool, first_call_is_clear
-from ._plan import PlanStream, call_model, planner_request
+from ._plan import PlanStream, Repair, call_model, planner_request
+from ._repair import GivenIdentifiers, use_given_identifiers
 from ._retrieve import disagrees_with_examples
 from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
@@ -58,7 +59,7 @@ class Attempt:
     @property
     def plan(self) -> Plan:
         """The calls parsed (all of them, or those before the error; none when the no-tool decision refused)."""
-        return Plan() if self.refused else Plan(calls=tuple(self.stream.parser.calls))
+        return Plan() if self.refused else Plan(calls=tuple(self.stream.planned.values()))
 
     @property
     def text(self) -> str:
@@ -76,7 +77,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     model, raw = await call_model(setup.router, model, request, stage, state.result.notes)
     state.result.models.append(model.name)
     parser = PlanStreamParser(state.offer.tools, first_step=first_step, prior_steps=prior)
-    stream = PlanStream(parser, raw, state.attempt, state.emit, started)
+    stream = PlanStream(parser, raw, state.attempt, state.emit, started, _repairer(setup, state))
     attempt = Attempt(model, request, stream)
     verify = setup.router.needs_verification and state.attempt == 0
     check_no_tool_first = setup.settings.no_tool_check != "off" and state.attempt == 0
@@ -137,6 +138,23 @@ def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: li
     reason = (f"unsure of the {model.name} plan (mean logprob {completion.mean_logprob}, "
               f"unlike the nearest example: {check.example_disagreement})")
     return Escalation(stronger, reason, check)
+
+
+def _repairer(setup: RunSetup, state: RunState) -> Repair | None:
+    """The per-call repair of a streamed plan (the identifiers the request gives), or None when it is off."""
+    if not setup.settings.given_identifiers:
+        return None
+    given = GivenIdentifiers(state.query, state.today)
+    if not given.by_kind:
+        return None
+
+    def repair(call: Call, earlier: Mapping[int, Call]) -> Call:
+        fixed = use_given_identifiers(call, earlier, given, state.offer.tools)
+        if fixed is not call:
+            state.result.notes.append(f"plan: step {call.id} uses the identifier the request gives, not a lookup")
+        return fixed
+
+    return repair
 
 
 def _no_tool_prob(completion: Completion) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from .._events import StepPlanned
@@ -23,6 +23,7 @@ from ._state import Emit, RunState
 __all__ = ["PlanStream", "call_model", "join_floors", "plan_grammar_for", "plan_once", "planner_request"]
 
 _MAX_GRAMMARS = 64
+Repair = Callable[[Call, Mapping[int, Call]], Call]
 _DRAIN_LIMIT = 16
 
 
@@ -96,14 +97,17 @@ class PlanStream:
     """One planner call's stream, parsed into calls as they arrive.
 
     Attributes:
-        parser: the incremental parser (its ``text`` is the raw plan, its ``calls`` the calls so far).
+        parser: the incremental parser (its ``text`` is the raw plan, its ``calls`` the calls so far, as parsed).
+        planned: the calls so far by step, as they were passed on (after ``repair``).
         completion: the model's completion, once the stream has ended.
         plan_s: seconds from the request to the end of the stream.
     """
 
     def __init__(self, parser: PlanStreamParser, stream: AsyncIterator[str | Completion], attempt: int, emit: Emit,
-                 started: float) -> None:
+                 started: float, repair: Repair | None = None) -> None:
         self.parser = parser
+        self.planned: dict[int, Call] = {}
+        self._repair = repair
         self.completion: Completion | None = None
         self.plan_s = 0.0
         self._stream = stream
@@ -130,7 +134,9 @@ class PlanStream:
                     if extra > _DRAIN_LIMIT:
                         break
                     continue
-                for call in self.parser.feed(item):
+                for parsed in self.parser.feed(item):
+                    call = self._repair(parsed, self.planned) if self._repair else parsed
+                    self.planned[call.id] = call
                     await self._emit(StepPlanned(call, self._attempt))
                     yield call
             self.parser.close()

@@ -68,6 +68,9 @@ class AgentSettings:
         grounding: resolve relative dates and times in the request against today ("tomorrow at 10", "next
             Monday", "in two weeks") and show the planner the resolved values, in the format each offered date
             parameter's schema or description asks for (``tinyagent._grounding``).
+        given_identifiers: where the plan passes a lookup's result to a parameter that holds email addresses or
+            phone numbers, but the request writes that identifier itself, pass the identifier as written (and, in
+            ``Agent.plan``, drop the lookup): ``tinyagent.run._repair``.
     """
 
     max_replans: int = 2
@@ -86,3 +89,4 @@ class AgentSettings:
     no_tool_floor: float = NO_TOOL_FLOOR
     tool_order: Literal["registry", "relevance"] = "registry"
     grounding: bool = True
+    given_identifiers: bool = True

@@ -1,0 +1,102 @@
+"""Identifiers the request gives are used as written (tinyagent.run._repair), in Agent.plan and in a streamed run."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tinyagent import Agent, Plan, Ref, ToolRegistry, tool
+from tinyagent.models import ScriptedModel
+from tinyagent.run._repair import repair_plan
+
+TODAY = dt.date(2026, 12, 1)
+
+
+def _tools() -> ToolRegistry:
+    def fn(name: str, desc: str, props: dict[str, dict[str, object]], required: list[str]) -> dict[str, object]:
+        return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+            "type": "object", "properties": props, "required": required}}}
+
+    return ToolRegistry.from_openai([
+        fn("contact_mail", "A person's email address.", {"who": {"type": "string", "description": "their name"}},
+           ["who"]),
+        fn("mail", "Send a mail.", {"recipients": {"type": "array", "items": {"type": "string"},
+                                                   "description": "the recipients' email addresses"},
+                                    "text": {"type": "string"}}, ["recipients", "text"]),
+    ])
+
+
+def _plan(*calls: dict[str, object]) -> Plan:
+    return Plan.from_json([{"id": i + 1, **c} for i, c in enumerate(calls)])
+
+
+def test_a_lookup_of_an_address_the_request_gives_is_replaced_and_dropped() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "Jane"}},
+                 {"name": "mail", "args": {"recipients": ["$1"], "text": "done"}})
+    fixed, notes = repair_plan(plan, "Mail jane@corp.com that the deploy is done", TODAY, _tools())
+    assert fixed.to_json() == [{"id": 1, "name": "mail", "args": {"recipients": ["jane@corp.com"], "text": "done"}}]
+    assert notes
+
+
+def test_a_lookup_of_someone_else_is_kept() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "Sid"}},
+                 {"name": "mail", "args": {"recipients": ["$1"], "text": "hi"}})
+    fixed, notes = repair_plan(plan, "Mail Sid hi, and cc jane@corp.com", TODAY, _tools())
+    assert fixed == plan and notes == []
+
+
+def test_an_address_the_plan_already_uses_is_not_taken_twice() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "Jane"}},
+                 {"name": "mail", "args": {"recipients": ["jane@corp.com", "$1"], "text": "x"}})
+    fixed, _ = repair_plan(plan, "Mail jane@corp.com and Jane Roe", TODAY, _tools())
+    assert fixed == plan
+
+
+def test_a_lookup_still_used_elsewhere_stays_and_references_are_renumbered() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "Bob"}},
+                 {"name": "contact_mail", "args": {"who": "Jane"}},
+                 {"name": "mail", "args": {"recipients": ["$1", "$2"], "text": "x"}},
+                 {"name": "mail", "args": {"recipients": ["$1"], "text": "y"}})
+    fixed, _ = repair_plan(plan, "Mail Bob and jane@corp.com x, then Bob y", TODAY, _tools())
+    assert [c.name for c in fixed.calls] == ["contact_mail", "mail", "mail"]
+    assert fixed.calls[1].args["recipients"] == [Ref(1), "jane@corp.com"]
+    assert fixed.calls[2].args["recipients"] == [Ref(1)]
+
+
+async def test_agent_plan_and_a_streamed_run_use_the_given_address() -> None:
+    sent: list[list[str]] = []
+
+    @tool(effects="read")
+    def contact_mail(who: str) -> str:
+        """A person's email address.
+
+        Args:
+            who: their name.
+        """
+        return f"{who.lower()}@elsewhere.org"
+
+    @tool(effects="write")
+    def mail(recipients: list[str], text: str) -> str:
+        """Send a mail.
+
+        Args:
+            recipients: the recipients' email addresses.
+            text: the message.
+        """
+        sent.append(recipients)
+        return "sent"
+
+    text = '1. contact_mail(who="Jane")\n2. mail(recipients=[$1], text="done")\n3. join()\n'
+    agent = Agent(tools=[contact_mail, mail], model=ScriptedModel([text, text, "Answer: sent."]),
+                  no_tool_check="off", confirm=lambda req: True)
+    result = await agent.plan("Mail jane@corp.com that it is done", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["mail"]
+    run = await agent.run("Mail jane@corp.com that it is done", today=TODAY)
+    assert sent == [["jane@corp.com"]]
+    assert any("identifier the request gives" in n for n in run.notes)
+
+
+async def test_the_repair_can_be_turned_off() -> None:
+    text = '1. contact_mail(who="Jane")\n2. mail(recipients=[$1], text="done")\n3. join()\n'
+    agent = Agent(tools=_tools(), model=ScriptedModel([text]), no_tool_check="off", given_identifiers=False)
+    result = await agent.plan("Mail jane@corp.com that it is done", today=TODAY)
+    assert len(result.plan.calls) == 2

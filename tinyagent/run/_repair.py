@@ -1,0 +1,140 @@
+"""Plan repairs that need no model: identifiers the user wrote are used as written.
+
+A small planner often looks up what the request already gives: "Send an email to jane@corp.com" becomes
+``1. get_email_address(name="Jane")`` and ``2. send_email(to=[$1], ...)``. Where a reference to an earlier step
+lands in a parameter that holds an identifier (an email address or a phone number, read from the parameter's schema
+and description by :func:`tinyagent._formats.identifier_kind`), and the request writes such an identifier that the
+plan uses nowhere and that belongs to what the step looked up (the step's argument words are in it, or it is in the
+step's arguments), the reference becomes that identifier. A step whose every use was replaced so is dropped from the
+plan (in a streamed run it may already have run: it only looked something up).
+
+Nothing here is keyed to a tool's name: what a parameter holds comes from its schema and description, what the
+request gives from :func:`tinyagent._grounding.ground`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._formats import identifier_kind
+from .._grounding import ground
+from .._plan import Call, Plan, Ref, find_refs
+from .._provenance import leaves
+from .._tools import Tool
+
+__all__ = ["GivenIdentifiers", "drop_replaced", "repair_plan", "use_given_identifiers"]
+
+_TOKEN = re.compile(r"[a-z0-9]{2,}")
+
+
+class GivenIdentifiers:
+    """The identifiers a request writes, by kind, and which of them a plan has used so far."""
+
+    def __init__(self, request: str, today: dt.date) -> None:
+        self.by_kind: dict[str, list[str]] = {}
+        for value in ground(request, today):
+            if value.kind in ("email", "phone") and value.value not in self.by_kind.get(value.kind, []):
+                self.by_kind.setdefault(value.kind, []).append(value.value)
+        self.used: set[str] = set()
+        self.replaced: set[int] = set()
+
+    def note_used(self, call: Call) -> None:
+        """Mark the literals ``call`` passes as used."""
+        self.used |= {str(v).lower() for v in leaves(call.args) if isinstance(v, str)}
+
+    def unused(self, kind: str) -> list[str]:
+        return [lit for lit in self.by_kind.get(kind, []) if lit.lower() not in self.used]
+
+
+def use_given_identifiers(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers,
+                          tools: Mapping[str, Tool]) -> Call:
+    """``call`` with each reference to a lookup of an identifier the request already gives replaced by it.
+
+    Args:
+        call: the call just planned.
+        earlier: the plan's earlier calls by step.
+        given: the request's identifiers (updated: the ones used, the steps replaced).
+        tools: the offered tools (the parameters' schemas).
+    """
+    given.note_used(call)
+    tool = tools.get(call.name)
+    if tool is None or not given.by_kind:
+        return call
+    props: Mapping[str, Any] = tool.parameters.get("properties", {})
+    args = dict(call.args)
+    changed = False
+    for name, value in call.args.items():
+        kind = identifier_kind(props.get(name, {}))
+        if kind is None or not given.unused(kind) or not any(True for _ in find_refs(value)):
+            continue
+        new = _replace(value, kind, earlier, given)
+        if new != value:
+            args[name], changed = new, True
+    return Call(call.id, call.name, args) if changed else call
+
+
+def _replace(value: Any, kind: str, earlier: Mapping[int, Call], given: GivenIdentifiers) -> Any:
+    if isinstance(value, list | tuple):
+        return [_replace(v, kind, earlier, given) for v in value]
+    if not isinstance(value, Ref) or value.step not in earlier:
+        return value
+    looked_up = earlier[value.step]
+    matches = [lit for lit in given.unused(kind) if _belongs(lit, looked_up)]
+    if len(matches) != 1:
+        return value
+    given.used.add(matches[0].lower())
+    given.replaced.add(value.step)
+    return matches[0]
+
+
+def _belongs(literal: str, lookup: Call) -> bool:
+    """Whether ``literal`` is what ``lookup`` looked up: it is in the lookup's arguments, or shares a word with
+    them ("Jane" and ``jane@corp.com``)."""
+    texts = [str(v).lower() for v in leaves(lookup.args) if isinstance(v, str)]
+    if any(literal.lower() in t for t in texts):
+        return True
+    words = {w for t in texts for w in _TOKEN.findall(t)}
+    return bool(words & set(_TOKEN.findall(literal.lower().split("@")[0])))
+
+
+def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
+    """The plan without the replaced steps nobody references any more, renumbered from 1 (references follow)."""
+    referenced = {r.step for c in calls for r in find_refs(c.args)}
+    gone = {s for s in replaced if s not in referenced}
+    kept = [c for c in calls if c.id not in gone]
+    if not gone:
+        return Plan(calls=tuple(calls))
+    numbers = {c.id: i + 1 for i, c in enumerate(kept)}
+    return Plan(calls=tuple(Call(numbers[c.id], c.name, _renumber(c.args, numbers)) for c in kept))
+
+
+def _renumber(value: Any, numbers: Mapping[int, int]) -> Any:
+    if isinstance(value, Ref):
+        return Ref(numbers.get(value.step, value.step))
+    if isinstance(value, Mapping):
+        return {k: _renumber(v, numbers) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_renumber(v, numbers) for v in value]
+    return value
+
+
+def repair_plan(plan: Plan, request: str, today: dt.date, tools: Mapping[str, Tool]) -> tuple[Plan, list[str]]:
+    """:func:`use_given_identifiers` over a whole plan, then :func:`drop_replaced`; with notes of what changed."""
+    given = GivenIdentifiers(request, today)
+    if not given.by_kind:
+        return plan, []
+    done: dict[int, Call] = {}
+    out = []
+    for call in plan.calls:
+        fixed = use_given_identifiers(call, done, given, tools)
+        done[call.id] = fixed
+        out.append(fixed)
+    if not given.replaced:
+        return plan, []
+    repaired = drop_replaced(out, given.replaced)
+    notes = [f"plan: used the identifiers the request gives instead of looking them up (steps "
+             f"{', '.join(str(s) for s in sorted(given.replaced))})"]
+    return Plan(calls=repaired.calls, answer=plan.answer), notes

@@ -207,12 +207,15 @@ def _refresh(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     cases = {c.id: c for c in bfcl.load_cases(bfcl.ensure_data(), cats, None, parity="even")}
     for r in records:
         case = cases.get(r["id"])
-        if case is None or not r.get("call_args") or not r["features"]:
+        if case is None or not r.get("calls") or not r["features"]:
             continue
+        args = r.get("call_args") or [{} for _ in r["calls"]]
         calls = Plan.from_json([{"id": i + 1, "name": n, "args": a}
-                                for i, (n, a) in enumerate(zip(r["calls"], r["call_args"], strict=True))]).calls
-        tools = {t.name: t for t in ToolRegistry.from_openai(case.functions)}
-        r["features"].update(plan_features(case.question, calls, tools))
+                                for i, (n, a) in enumerate(zip(r["calls"], args, strict=True))]).calls
+        tools = ToolRegistry.from_openai(case.functions)
+        features = plan_features(case.question, calls, tools)
+        # Older records kept only the tools' names: the features that need the arguments stay as measured.
+        r["features"].update(features if r.get("call_args") else {"named": features["named"]})
     return records
 
 

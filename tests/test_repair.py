@@ -100,3 +100,54 @@ async def test_the_repair_can_be_turned_off() -> None:
     agent = Agent(tools=_tools(), model=ScriptedModel([text]), no_tool_check="off", given_identifiers=False)
     result = await agent.plan("Mail jane@corp.com that it is done", today=TODAY)
     assert len(result.plan.calls) == 2
+
+
+def test_invented_identifiers_are_found_and_given_ones_are_not() -> None:
+    from tinyagent._plan import Call
+    from tinyagent.run._repair import invented_identifiers
+
+    call = Call(1, "mail", {"recipients": ["sid@example.com", "jane@corp.com", Ref(1)], "text": "x@y.z"})
+    assert invented_identifiers(call, _tools(), "Mail jane@corp.com and Sid") == [("recipients", "sid@example.com")]
+
+
+async def test_agent_plan_asks_again_when_the_plan_makes_up_an_address() -> None:
+    bad = '1. mail(recipients=["sid@example.com"], text="hi")\n2. join()\n'
+    good = '1. contact_mail(who="Sid")\n2. mail(recipients=[$1], text="hi")\n3. join()\n'
+    model = ScriptedModel([bad, good])
+    agent = Agent(tools=_tools(), model=model, no_tool_check="off")
+    result = await agent.plan("Mail Sid hi", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["contact_mail", "mail"]
+    assert "which the request does not give" in str(model.requests[-1].messages[-1]["content"])
+    assert result.usage.output_tokens >= 2
+
+
+async def test_a_streamed_run_never_sends_to_a_made_up_address() -> None:
+    sent: list[list[str]] = []
+
+    @tool(effects="read")
+    def contact_mail(who: str) -> str:
+        """A person's email address.
+
+        Args:
+            who: their name.
+        """
+        return "sid@corp.com"
+
+    @tool(effects="write")
+    def mail(recipients: list[str], text: str) -> str:
+        """Send a mail.
+
+        Args:
+            recipients: the recipients' email addresses.
+            text: the message.
+        """
+        sent.append(recipients)
+        return "sent"
+
+    bad = '1. mail(recipients=["sid@example.com"], text="hi")\n2. join()\n'
+    good = '1. contact_mail(who="Sid")\n2. mail(recipients=[$1], text="hi")\n3. join()\n'
+    agent = Agent(tools=[contact_mail, mail], model=ScriptedModel([bad, good, "Answer: sent."]),
+                  no_tool_check="off", confirm=lambda req: True)
+    run = await agent.run("Mail Sid hi", today=TODAY)
+    assert sent == [["sid@corp.com"]]
+    assert run.replans == 1

@@ -13,16 +13,16 @@ from .. import _example_cache, _examples
 from .._events import AnswerEvent, PlanResult, RunEvent, RunResult
 from .._executor import Executor
 from .._plan import Example, Plan
-from .._prompts import new_boundary
+from .._prompts import new_boundary, replan_context
 from .._provenance import Provenance
 from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import UserError
-from ..models import Model
+from ..models import Completion, Model, ModelRequest
 from ._loop import run_loop
 from ._no_tool import check_no_tool
 from ._plan import plan_once, planner_request
-from ._repair import repair_plan
+from ._repair import invented_identifiers, invented_note, repair_plan
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
@@ -138,15 +138,14 @@ class Agent:
         if check is not None and check.refused:
             plan = Plan(calls=(), answer=plan.answer)
         elif self.settings.given_identifiers:
-            plan, repaired = repair_plan(plan, query, state.today, state.offer.tools)
-            state.result.notes.extend(repaired)
+            model, completion, plan, request = await self._repaired(setup, state, model, completion, plan, request)
         prompt_tokens = completion.usage.input_tokens or model.count_tokens(
             "".join(str(m["content"]) for m in request.messages))
         return PlanResult(
             plan=plan,
             text=completion.text,
-            usage=completion.usage,
-            elapsed_s=completion.elapsed_s,
+            usage=state.result.usage + completion.usage,
+            elapsed_s=completion.elapsed_s + state.timings.get("plan", 0.0),
             ttft_s=completion.ttft_s,
             prompt_tokens=prompt_tokens,
             tools_offered=tuple(state.offer.tools),
@@ -159,6 +158,27 @@ class Agent:
             stop_probs=tuple(p for name, p, _ in completion.preference_probs if name == STOP_PREF),
             no_tool_check=check,
         )
+
+    async def _repaired(self, setup: RunSetup, state: RunState, model: Model, completion: Completion, plan: Plan,
+                        request: ModelRequest) -> tuple[Model, Completion, Plan, ModelRequest]:
+        """The plan with the identifiers the request gives used as written; planned once more, told why, when a
+        call passes one the request does not give (the second plan is kept either way)."""
+        known = " ".join([state.query, *(str(m.get("content", "")) for m in state.history)])
+        for again in (True, False):
+            plan, notes = repair_plan(plan, state.query, state.today, state.offer.tools)
+            state.result.notes.extend(notes)
+            invented = [invented_note(c.id, bad) for c in plan.calls
+                        if (bad := invented_identifiers(c, state.offer.tools, known))]
+            if not invented or not again:
+                break
+            reason = "; ".join(invented)
+            state.result.notes.append(f"plan: {reason}; planning again")
+            state.replan_note = replan_context(completion.text.strip(), [], reason, 1, boundary=state.boundary)
+            state.result.usage = state.result.usage + completion.usage
+            state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
+            request = planner_request(state, self.settings, setup.router, model, 1, ())
+            model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
+        return model, completion, plan, request
 
     def plan_sync(
         self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()

@@ -10,11 +10,11 @@ from .._events import NoToolCheck
 from .._plan import Call, Plan
 from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
-from ..errors import ModelError, PlanError
+from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Completion, Model, ModelRequest
 from ._no_tool import check_no_tool, first_call_is_clear
 from ._plan import PlanStream, Repair, call_model, planner_request
-from ._repair import GivenIdentifiers, use_given_identifiers
+from ._repair import GivenIdentifiers, invented_identifiers, invented_note, use_given_identifiers
 from ._retrieve import disagrees_with_examples
 from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
@@ -141,20 +141,28 @@ def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: li
 
 
 def _repairer(setup: RunSetup, state: RunState) -> Repair | None:
-    """The per-call repair of a streamed plan (the identifiers the request gives), or None when it is off."""
+    """The per-call repair of a streamed plan: identifiers the request gives are used as written, and a call that
+    passes a made-up one stops the plan (the loop replans with the reason) before it runs. None when off."""
     if not setup.settings.given_identifiers:
         return None
     given = GivenIdentifiers(state.query, state.today)
-    if not given.by_kind:
-        return None
 
     def repair(call: Call, earlier: Mapping[int, Call]) -> Call:
         fixed = use_given_identifiers(call, earlier, given, state.offer.tools)
         if fixed is not call:
             state.result.notes.append(f"plan: step {call.id} uses the identifier the request gives, not a lookup")
+        invented = invented_identifiers(fixed, state.offer.tools, known_text(state))
+        if invented:
+            raise PlanValidationError(invented_note(call.id, invented))
         return fixed
 
     return repair
+
+
+def known_text(state: RunState) -> str:
+    """What a literal identifier may come from: the request, the conversation and the results so far."""
+    history = " ".join(str(m.get("content", "")) for m in state.history)
+    return " ".join([state.query, history, *state.observations()])
 
 
 def _no_tool_prob(completion: Completion) -> float | None:

@@ -25,7 +25,8 @@ from .._plan import Call, Plan, Ref, find_refs
 from .._provenance import leaves
 from .._tools import Tool
 
-__all__ = ["GivenIdentifiers", "drop_replaced", "repair_plan", "use_given_identifiers"]
+__all__ = ["GivenIdentifiers", "drop_replaced", "invented_identifiers", "invented_note", "repair_plan",
+           "use_given_identifiers"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 
@@ -98,6 +99,36 @@ def _belongs(literal: str, lookup: Call) -> bool:
         return True
     words = {w for t in texts for w in _TOKEN.findall(t)}
     return bool(words & set(_TOKEN.findall(literal.lower().split("@")[0])))
+
+
+def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
+    """The ``(parameter, value)`` pairs of ``call`` that pass an email address or phone number found nowhere in
+    ``known`` (the request, the conversation, the results so far): values the planner made up. A reference is
+    never one (its value comes from a step)."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return []
+    props: Mapping[str, Any] = tool.parameters.get("properties", {})
+    text, digits = known.lower(), re.sub(r"\D", "", known)
+    out = []
+    for name, value in call.args.items():
+        kind = identifier_kind(props.get(name, {}))
+        if kind is None:
+            continue
+        for leaf in leaves(value):
+            if not isinstance(leaf, str) or not leaf.strip():
+                continue
+            seen = (re.sub(r"\D", "", leaf) in digits) if kind == "phone" else leaf.lower() in text
+            if not seen:
+                out.append((name, leaf))
+    return out
+
+
+def invented_note(step: int, invented: Sequence[tuple[str, str]]) -> str:
+    """What the planner is told when a step passes made-up identifiers."""
+    shown = ", ".join(f"{name}={value!r}" for name, value in invented)
+    return (f"step {step} passes {shown}, which the request does not give; first call a listed tool that finds it "
+            "and pass that step's result as $k")
 
 
 def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:

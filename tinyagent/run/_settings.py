@@ -68,9 +68,12 @@ class AgentSettings:
         grounding: resolve relative dates and times in the request against today ("tomorrow at 10", "next
             Monday", "in two weeks") and show the planner the resolved values, in the format each offered date
             parameter's schema or description asks for (``tinyagent._grounding``).
-        given_identifiers: where the plan passes a lookup's result to a parameter that holds email addresses or
-            phone numbers, but the request writes that identifier itself, pass the identifier as written (and, in
-            ``Agent.plan``, drop the lookup): ``tinyagent.run._repair``.
+        given_identifiers: identifiers (email addresses, phone numbers: parameters whose schema or description
+            says so) come from the request or from a step, never from the planner: where the plan passes a
+            lookup's result but the request writes that identifier itself, pass it as written (``Agent.plan`` also
+            drops the lookup); a call that passes one found nowhere in the request, the conversation or the results
+            is rejected before it runs and the planner asked again once, with the reason
+            (``tinyagent.run._repair``).
     """
 
     max_replans: int = 2

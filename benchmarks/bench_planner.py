@@ -46,13 +46,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def evaluate(model_name: str, cases: list[EvalCase], examples: list[Example], data_dir: Path,
-                   retriever: Any = None) -> dict[str, Any]:
+                   retriever: Any = None, **settings: Any) -> dict[str, Any]:
     model = LlamaCppModel(model_name, n_threads=int(os.environ.get("BENCH_THREADS", "2")))
     tools = builtin_tools(FunctionsSettings(data_dir=data_dir))
     # A local-only router that asks for log-probabilities: the rows then double as the routing benchmark's local
     # records (bench_routing.py --local-from planner.json), with the same prompt and code path.
     router = Router(model, None, AlwaysLocal(), wants_logprobs=True)
-    agent = Agent(tools, router=router, examples=examples, retriever=retriever)
+    agent = Agent(tools, router=router, examples=examples, retriever=retriever, **settings)
     tool_map = {t.name: t for t in tools}
     rows = []
     await agent.plan("warm up the prompt cache", today=cases[0].today)
@@ -105,8 +105,11 @@ def main() -> None:
     ap.add_argument("--example-pool", action="store_true", default=True,
                     help="give the agent the whole train split; it picks the most similar examples per request")
     ap.add_argument("--static-examples", dest="example_pool", action="store_false")
+    ap.add_argument("--max-examples", type=int, default=None,
+                    help="AgentSettings.max_examples: examples per request from the pool (default: the agent's)")
     ap.add_argument("--output", default=str(RESULTS / "planner.json"))
     args = ap.parse_args()
+    settings = {} if args.max_examples is None else {"max_examples": args.max_examples}
     cases = load_evalset(args.split)
     if args.limit:
         cases = cases[: args.limit]
@@ -126,7 +129,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         init_demo(Path(tmp))
         for name in args.models.split(","):
-            result = asyncio.run(evaluate(name, cases, examples, Path(tmp)))
+            result = asyncio.run(evaluate(name, cases, examples, Path(tmp), **settings))
+            result["settings"] = settings
             result["machine"] = machine()
             result["examples"] = "per-request pool" if args.example_pool else f"{args.examples} fixed"
             out["models"][name] = result

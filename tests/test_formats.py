@@ -36,6 +36,8 @@ def _matches(shapes: list[str], value: str) -> bool:
     ("The date for the reservation in ISO format (YYYY-MM-DD).", "2026-12-02", "tomorrow"),
     ("The time of the reservation in 24-hour format (e.g., '18:30' for 6:30 PM).", "09:05", "9am"),
     ("Recipient email addresses.", "sid@example.com", "Sid"),
+    ("The date range, formatted as 'YYYY-MM-DD to YYYY-MM-DD'.", "2023-10-01 to 2023-10-07", "2023-10-01"),
+    ('Due "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM".', "2027-01-02T09:30", "2027-01-02 09:30"),
     ("Phone numbers to text.", "+1 415 555 0199", "Sid"),
 ])
 def test_a_stated_shape_is_kept_and_a_value_outside_it_is_not(description: str, good: str, bad: str) -> None:
@@ -60,6 +62,11 @@ def test_sentinels_and_empty_values_stay_allowed_beside_the_shape() -> None:
     shapes = _shapes("Start 'YYYY-MM-DD HH:mm:ss', or 'null' for immediate availability; empty for none.")
     assert '"null"' in shapes
     assert '""' in shapes
+
+
+def test_the_schema_default_stays_allowed() -> None:
+    shapes = string_shapes({"type": "string", "description": "formatted as 'YYYY-MM-DD'", "default": "null"})
+    assert _matches(shapes, "null") and _matches(shapes, "2027-01-31") and not _matches(shapes, "soon")
 
 
 def test_schema_format_wins_without_a_description() -> None:

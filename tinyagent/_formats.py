@@ -11,8 +11,8 @@ planner to it (a ``$k`` reference stays allowed wherever it was):
 * JSON schema ``format: date`` / ``email``, or a description that asks for email addresses or phone numbers (and
   not for a name): the value must look like one.
 
-An empty value stays allowed where the description speaks of one ("empty for none"), and lowercase sentinels a
-description offers beside the shape ("or 'null' for immediate availability", "'dontcare'
+An empty value stays allowed where the description speaks of one ("empty for none"), so do the schema's default
+and the lowercase sentinels a description offers beside the shape ("or 'null' for immediate availability", "'dontcare'
 if no preference") stay allowed. Everything is read from the schema and description, never from a tool's or a
 parameter's name; a description that states no shape leaves the value free.
 """
@@ -30,6 +30,7 @@ _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
 _QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"|`([^`\n]{1,40})`|\u201c([^\u201d\n]{1,40})\u201d")
 _FORMAT_BEFORE = re.compile(r"\b(?:format(?:ted)?|pattern)\b[^;'\"`\u201c]{0,24}$", re.IGNORECASE)
+_TEMPLATE = re.compile(rf"(?:{_TOKEN}|[-/.:T, ]|\b(?:to|and|until|through)\b)+")
 _DIGIT_EXAMPLE = re.compile(r"\d+(?:[-/.: ]\d+)+")
 _PLACEHOLDER_PART = r"[A-Z][A-Za-z]*(?: [A-Za-z]+)*(?: \([A-Za-z]+\))?"
 _PLACEHOLDER = re.compile(rf"{_PLACEHOLDER_PART}(?:(?:, | - |/| / |; ){_PLACEHOLDER_PART})+")
@@ -55,16 +56,22 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
         shapes.append(_ISO_DATE)
     elif fmt in ("email", "idn-email"):
         shapes.append(_EMAIL)
-    for written in _DATE_PATTERN.finditer(text):
-        shapes.append(_date_shape(written.group()))
+    covered = []
     for match in _QUOTED.finditer(text):
         quoted = next(g for g in match.groups() if g is not None)
-        if _DATE_PATTERN.fullmatch(quoted) or not _FORMAT_BEFORE.search(text[:match.start()]):
+        if _DATE_PATTERN.search(quoted) and _TEMPLATE.fullmatch(quoted):
+            shapes.append(_date_shape(quoted))  # 'YYYY-MM-DD to YYYY-MM-DD' as a whole
+            covered.append(range(match.start(), match.end()))
+            continue
+        if not _FORMAT_BEFORE.search(text[:match.start()]):
             continue
         if _DIGIT_EXAMPLE.fullmatch(quoted):
             shapes.append(_digit_shape(quoted))
         elif _PLACEHOLDER.fullmatch(quoted):
             shapes.append(_placeholder_shape(quoted))
+    for written in _DATE_PATTERN.finditer(text):
+        if not any(written.start() in span for span in covered):
+            shapes.append(_date_shape(written.group()))
     if not shapes and not _NAME_WORDS.search(text):
         if _EMAIL_WORDS.search(text):
             shapes.append(_EMAIL)
@@ -72,7 +79,8 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
             shapes.append(_PHONE)
     if not shapes:
         return []
-    shapes += [_literal(s) for s in _sentinels(text)]
+    default = schema.get("default")
+    shapes += [_literal(s) for s in _sentinels(text) + ([default] if isinstance(default, str) else [])]
     if _EMPTY.search(text):
         shapes.append('""')
     return list(dict.fromkeys(shapes))
@@ -93,7 +101,8 @@ def identifier_kind(schema: Mapping[str, Any]) -> str | None:
 
 
 def _date_shape(pattern: str) -> str:
-    """``YYYY-MM-DD HH:mm`` -> digits of each field's width with the separators as written."""
+    """``YYYY-MM-DD HH:mm`` (or ``YYYY-MM-DD to YYYY-MM-DD``) -> digits of each field's width, the rest as
+    written."""
     parts = []
     for tok in re.findall(rf"{_TOKEN}|.", pattern):
         parts.append(f"[0-9]{{{len(tok)}}}" if re.fullmatch(_TOKEN, tok) else _literal(tok))

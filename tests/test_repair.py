@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from tinyagent import Agent, Plan, Ref, ToolRegistry, tool
-from tinyagent.models import ScriptedModel
+from tinyagent.models import ModelRequest, ScriptedModel
 from tinyagent.run._repair import repair_plan
 
 TODAY = dt.date(2026, 12, 1)
@@ -25,6 +25,11 @@ def _tools() -> ToolRegistry:
     ])
 
 
+def _repair(plan: Plan, query: str) -> tuple[Plan, list[str]]:
+    request = ModelRequest(messages=[{"role": "user", "content": f"Today is {TODAY}.\nRequest: {query}"}])
+    return repair_plan(plan, request, query, TODAY, _tools())
+
+
 def _plan(*calls: dict[str, object]) -> Plan:
     return Plan.from_json([{"id": i + 1, **c} for i, c in enumerate(calls)])
 
@@ -32,7 +37,7 @@ def _plan(*calls: dict[str, object]) -> Plan:
 def test_a_lookup_of_an_address_the_request_gives_is_replaced_and_dropped() -> None:
     plan = _plan({"name": "contact_mail", "args": {"who": "Jane"}},
                  {"name": "mail", "args": {"recipients": ["$1"], "text": "done"}})
-    fixed, notes = repair_plan(plan, "Mail jane@corp.com that the deploy is done", TODAY, _tools())
+    fixed, notes = _repair(plan, "Mail jane@corp.com that the deploy is done")
     assert fixed.to_json() == [{"id": 1, "name": "mail", "args": {"recipients": ["jane@corp.com"], "text": "done"}}]
     assert notes
 
@@ -40,14 +45,14 @@ def test_a_lookup_of_an_address_the_request_gives_is_replaced_and_dropped() -> N
 def test_a_lookup_of_someone_else_is_kept() -> None:
     plan = _plan({"name": "contact_mail", "args": {"who": "Sid"}},
                  {"name": "mail", "args": {"recipients": ["$1"], "text": "hi"}})
-    fixed, notes = repair_plan(plan, "Mail Sid hi, and cc jane@corp.com", TODAY, _tools())
+    fixed, notes = _repair(plan, "Mail Sid hi, and cc jane@corp.com")
     assert fixed == plan and notes == []
 
 
 def test_an_address_the_plan_already_uses_is_not_taken_twice() -> None:
     plan = _plan({"name": "contact_mail", "args": {"who": "Jane"}},
                  {"name": "mail", "args": {"recipients": ["jane@corp.com", "$1"], "text": "x"}})
-    fixed, _ = repair_plan(plan, "Mail jane@corp.com and Jane Roe", TODAY, _tools())
+    fixed, _ = _repair(plan, "Mail jane@corp.com and Jane Roe")
     assert fixed == plan
 
 
@@ -56,7 +61,7 @@ def test_a_lookup_still_used_elsewhere_stays_and_references_are_renumbered() -> 
                  {"name": "contact_mail", "args": {"who": "Jane"}},
                  {"name": "mail", "args": {"recipients": ["$1", "$2"], "text": "x"}},
                  {"name": "mail", "args": {"recipients": ["$1"], "text": "y"}})
-    fixed, _ = repair_plan(plan, "Mail Bob and jane@corp.com x, then Bob y", TODAY, _tools())
+    fixed, _ = _repair(plan, "Mail Bob and jane@corp.com x, then Bob y")
     assert [c.name for c in fixed.calls] == ["contact_mail", "mail", "mail"]
     assert fixed.calls[1].args["recipients"] == [Ref(1), "jane@corp.com"]
     assert fixed.calls[2].args["recipients"] == [Ref(1)]
@@ -92,7 +97,7 @@ async def test_agent_plan_and_a_streamed_run_use_the_given_address() -> None:
     assert [c.name for c in result.plan.calls] == ["mail"]
     run = await agent.run("Mail jane@corp.com that it is done", today=TODAY)
     assert sent == [["jane@corp.com"]]
-    assert any("identifier the request gives" in n for n in run.notes)
+    assert any("repaired" in n and "jane@corp.com" in n for n in run.notes)
 
 
 async def test_the_repair_can_be_turned_off() -> None:
@@ -151,3 +156,24 @@ async def test_a_streamed_run_never_sends_to_a_made_up_address() -> None:
     run = await agent.run("Mail Sid hi", today=TODAY)
     assert sent == [["sid@corp.com"]]
     assert run.replans == 1
+
+
+def test_optional_arguments_the_request_does_not_support_are_left_out() -> None:
+    tools = ToolRegistry.from_openai([{"type": "function", "function": {
+        "name": "population", "description": "Population of an area.", "parameters": {
+            "type": "object", "required": ["area"], "properties": {
+                "area": {"type": "string"}, "year": {"type": "integer"}, "unit": {"type": "string"},
+                "exact": {"type": "boolean"}, "note": {"type": "string"}}}}}])
+    plan = Plan.from_json([{"id": 1, "name": "population", "args": {
+        "area": "Nowhere Town", "year": 2026, "unit": "people", "exact": True,
+        "note": "a longer composed text that nobody wrote in the request"}},
+        {"id": 2, "name": "population", "args": {"area": "Alaska", "year": 2000}}])
+    query = "Population of Alaska in 2000, and of Nowhere Town"
+    request = ModelRequest(messages=[{"role": "user", "content": f"Request: {query}"}])
+    fixed, notes = repair_plan(plan, request, query, TODAY, tools)
+    assert fixed.calls[0].args == {"area": "Nowhere Town", "exact": True,
+                                   "note": "a longer composed text that nobody wrote in the request"}
+    assert fixed.calls[1].args == {"area": "Alaska", "year": 2000}
+    assert notes and "unit, year" in notes[0]
+    kept, _ = repair_plan(plan, request, query, TODAY, tools, optionals=False)
+    assert kept == plan

@@ -137,7 +137,7 @@ class Agent:
                                     self.settings, no_tool_prob, state.result.notes)
         if check is not None and check.refused:
             plan = Plan(calls=(), answer=plan.answer)
-        elif self.settings.given_identifiers:
+        else:
             model, completion, plan, request = await self._repaired(setup, state, model, completion, plan, request)
         prompt_tokens = completion.usage.input_tokens or model.count_tokens(
             "".join(str(m["content"]) for m in request.messages))
@@ -165,10 +165,12 @@ class Agent:
         call passes one the request does not give (the second plan is kept either way)."""
         known = " ".join([state.query, *(str(m.get("content", "")) for m in state.history)])
         for again in (True, False):
-            plan, notes = repair_plan(plan, state.query, state.today, state.offer.tools)
+            plan, notes = repair_plan(plan, request, state.query, state.today, state.offer.tools,
+                                      identifiers=self.settings.given_identifiers,
+                                      optionals=self.settings.ungrounded_optionals == "drop")
             state.result.notes.extend(notes)
-            invented = [invented_note(c.id, bad) for c in plan.calls
-                        if (bad := invented_identifiers(c, state.offer.tools, known))]
+            invented = [invented_note(c.id, bad) for c in plan.calls if self.settings.given_identifiers
+                        and (bad := invented_identifiers(c, state.offer.tools, known))]
             if not invented or not again:
                 break
             reason = "; ".join(invented)

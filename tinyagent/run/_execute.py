@@ -14,7 +14,7 @@ from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Completion, Model, ModelRequest
 from ._no_tool import check_no_tool, first_call_is_clear
 from ._plan import PlanStream, Repair, call_model, planner_request
-from ._repair import GivenIdentifiers, invented_identifiers, invented_note, use_given_identifiers
+from ._repair import GivenIdentifiers, invented_identifiers, invented_note, planner_grounding, repair_call
 from ._retrieve import disagrees_with_examples
 from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
@@ -77,7 +77,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     model, raw = await call_model(setup.router, model, request, stage, state.result.notes)
     state.result.models.append(model.name)
     parser = PlanStreamParser(state.offer.tools, first_step=first_step, prior_steps=prior)
-    stream = PlanStream(parser, raw, state.attempt, state.emit, started, _repairer(setup, state))
+    stream = PlanStream(parser, raw, state.attempt, state.emit, started, _repairer(setup, state, request))
     attempt = Attempt(model, request, stream)
     verify = setup.router.needs_verification and state.attempt == 0
     check_no_tool_first = setup.settings.no_tool_check != "off" and state.attempt == 0
@@ -140,19 +140,22 @@ def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: li
     return Escalation(stronger, reason, check)
 
 
-def _repairer(setup: RunSetup, state: RunState) -> Repair | None:
-    """The per-call repair of a streamed plan: identifiers the request gives are used as written, and a call that
-    passes a made-up one stops the plan (the loop replans with the reason) before it runs. None when off."""
-    if not setup.settings.given_identifiers:
+def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair | None:
+    """The per-call repair of a streamed plan (:func:`~._repair.repair_call`): identifiers the request gives are
+    used as written, a call that passes a made-up one stops the plan before it runs (the loop replans with the
+    reason), optional arguments the request does not support are left out. None when all of that is off."""
+    settings = setup.settings
+    identifiers, optionals = settings.given_identifiers, settings.ungrounded_optionals == "drop"
+    if not identifiers and not optionals:
         return None
-    given = GivenIdentifiers(state.query, state.today)
+    given = GivenIdentifiers(state.query, state.today) if identifiers else None
+    grounding = planner_grounding(request, state.query) if optionals else None
 
     def repair(call: Call, earlier: Mapping[int, Call]) -> Call:
-        fixed = use_given_identifiers(call, earlier, given, state.offer.tools)
-        if fixed is not call:
-            state.result.notes.append(f"plan: step {call.id} uses the identifier the request gives, not a lookup")
-        invented = invented_identifiers(fixed, state.offer.tools, known_text(state))
-        if invented:
+        fixed = repair_call(call, earlier, given, state.offer.tools, grounding)
+        if fixed.args != call.args:
+            state.result.notes.append(f"plan: step {call.id} repaired: {fixed.to_text()}")
+        if identifiers and (invented := invented_identifiers(fixed, state.offer.tools, known_text(state))):
             raise PlanValidationError(invented_note(call.id, invented))
         return fixed
 

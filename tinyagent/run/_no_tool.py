@@ -39,7 +39,7 @@ from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, AgentSettings
 
 __all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
-           "plan_features", "verify_feature", "verify_request"]
+           "plan_features", "request_text", "verify_feature", "verify_request"]
 
 VERIFY_QUESTION = (
     "Check the plan before it runs. Does the tool you called really do what the request asks (not just something "
@@ -170,7 +170,7 @@ def _worth_asking(features: Mapping[str, float], floor: float, model: Mapping[st
     return _could_refuse(features, floor, model) and no_tool_probability({**features, "verify": best}, model) < floor
 
 
-def _request_text(planner: ModelRequest, query: str) -> str:
+def request_text(planner: ModelRequest, query: str) -> str:
     """The request as the planner saw it: the query plus the values resolved from it (dates, times), which the
     planner may copy into arguments; without the conversation history."""
     last = str(planner.messages[-1].get("content", "")) if planner.messages else ""
@@ -185,7 +185,7 @@ def first_call_is_clear(call: Call, planner: ModelRequest, query: str, tools: Ma
     probability to the floor. Such plans keep streaming into the executor (and are not checked further)."""
     if settings.no_tool_check != "auto":
         return settings.no_tool_check == "off"
-    features = {"p_join": 0.5, **plan_features(_request_text(planner, query), [call], tools)}
+    features = {"p_join": 0.5, **plan_features(request_text(planner, query), [call], tools)}
     return not _could_refuse(features, settings.no_tool_floor, NO_TOOL_MODEL)
 
 
@@ -204,7 +204,7 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
         return NoToolCheck(probability=0.0)
     started = time.perf_counter()
     features: dict[str, float] = {"p_join": p_join if p_join is not None else 0.0,
-                                  **plan_features(_request_text(planner, query), calls, tools)}
+                                  **plan_features(request_text(planner, query), calls, tools)}
     floor = settings.no_tool_floor
     measure = settings.no_tool_check == "measure"
     asked = False

@@ -24,9 +24,11 @@ from .._grounding import ground
 from .._plan import Call, Plan, Ref, find_refs
 from .._provenance import leaves
 from .._tools import Tool
+from ..models import ModelRequest
+from ._no_tool import _grounded, _stem, _words, request_text
 
-__all__ = ["GivenIdentifiers", "drop_replaced", "invented_identifiers", "invented_note", "repair_plan",
-           "use_given_identifiers"]
+__all__ = ["GivenIdentifiers", "drop_replaced", "drop_ungrounded_optionals", "invented_identifiers", "invented_note",
+           "planner_grounding", "repair_call", "repair_plan", "use_given_identifiers"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 
@@ -101,6 +103,33 @@ def _belongs(literal: str, lookup: Call) -> bool:
     return bool(words & set(_TOKEN.findall(literal.lower().split("@")[0])))
 
 
+def drop_ungrounded_optionals(call: Call, tools: Mapping[str, Tool], request: str) -> Call:
+    """``call`` without the optional arguments whose values the request does not support.
+
+    Small planners fill optional parameters with values nobody asked for (``year=2026``, ``price_min=100``,
+    ``rounding=2``); the tool's own default is then the better value. An optional argument is dropped when it is a
+    number or a short text (at most four words, an enum value included) and none of it is in ``request`` (the
+    request with its resolved dates: the grounding of :mod:`tinyagent.run._no_tool`). Required arguments,
+    references, booleans, lists and longer texts (composed content) are kept.
+    """
+    tool = tools.get(call.name)
+    if tool is None:
+        return call
+    required = set(tool.required)
+    stems = {_stem(w) for w in _words(request)}
+    keep = {k: v for k, v in call.args.items()
+            if k in required or not _droppable(v) or _grounded(v, request, stems)}
+    return call if len(keep) == len(call.args) else Call(call.id, call.name, keep)
+
+
+def _droppable(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and 0 < len(value.split()) <= 4
+
+
 def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` pairs of ``call`` that pass an email address or phone number found nowhere in
     ``known`` (the request, the conversation, the results so far): values the planner made up. A reference is
@@ -152,20 +181,36 @@ def _renumber(value: Any, numbers: Mapping[int, int]) -> Any:
     return value
 
 
-def repair_plan(plan: Plan, request: str, today: dt.date, tools: Mapping[str, Tool]) -> tuple[Plan, list[str]]:
-    """:func:`use_given_identifiers` over a whole plan, then :func:`drop_replaced`; with notes of what changed."""
-    given = GivenIdentifiers(request, today)
-    if not given.by_kind:
-        return plan, []
+def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
+                grounding: str | None) -> Call:
+    """One call through the repairs that are on: :func:`use_given_identifiers` (``given``), then
+    :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates)."""
+    if given is not None:
+        call = use_given_identifiers(call, earlier, given, tools)
+    return call if grounding is None else drop_ungrounded_optionals(call, tools, grounding)
+
+
+def planner_grounding(planner: ModelRequest, query: str) -> str:
+    """The text a value must come from: the request as the planner saw it (with its resolved dates)."""
+    return request_text(planner, query)
+
+
+def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, tools: Mapping[str, Tool], *,
+                identifiers: bool = True, optionals: bool = True) -> tuple[Plan, list[str]]:
+    """:func:`repair_call` over a whole plan, then :func:`drop_replaced`; with notes of what changed."""
+    given = GivenIdentifiers(query, today) if identifiers else None
+    grounding = planner_grounding(planner, query) if optionals else None
     done: dict[int, Call] = {}
     out = []
     for call in plan.calls:
-        fixed = use_given_identifiers(call, done, given, tools)
+        fixed = repair_call(call, done, given, tools, grounding)
         done[call.id] = fixed
         out.append(fixed)
-    if not given.replaced:
-        return plan, []
+    notes = [f"plan: step {new.id} left out {', '.join(sorted(set(old.args) - set(new.args)))} (not in the request)"
+             for old, new in zip(plan.calls, out, strict=True) if set(new.args) < set(old.args)]
+    if given is None or not given.replaced:
+        return Plan(calls=tuple(out), answer=plan.answer), notes
     repaired = drop_replaced(out, given.replaced)
-    notes = [f"plan: used the identifiers the request gives instead of looking them up (steps "
-             f"{', '.join(str(s) for s in sorted(given.replaced))})"]
+    notes.append(f"plan: used the identifiers the request gives instead of looking them up (steps "
+                 f"{', '.join(str(s) for s in sorted(given.replaced))})")
     return Plan(calls=repaired.calls, answer=plan.answer), notes

@@ -74,6 +74,9 @@ class AgentSettings:
             drops the lookup); a call that passes one found nowhere in the request, the conversation or the results
             is rejected before it runs and the planner asked again once, with the reason
             (``tinyagent.run._repair``).
+        ungrounded_optionals: ``"drop"``: leave out an optional argument that is a number or a short text found
+            nowhere in the request (``year=2026``, ``price_min=100``: the tool's default is the better value);
+            ``"keep"``: pass what the planner wrote.
     """
 
     max_replans: int = 2
@@ -93,3 +96,4 @@ class AgentSettings:
     tool_order: Literal["registry", "relevance"] = "registry"
     grounding: bool = True
     given_identifiers: bool = True
+    ungrounded_optionals: Literal["drop", "keep"] = "drop"

@@ -78,10 +78,11 @@ def test_grounding_counts_values_resolved_from_the_request() -> None:
 
     planner = ModelRequest(messages=[{"role": "user", "content": "Today is 2026-11-30 (Monday).\nRequest: remind "
                                       "me to call mum tomorrow\nResolved: tomorrow = 2026-12-01"}])
-    text = no_tool_module._request_text(planner, "remind me to call mum tomorrow")
+    text = no_tool_module.request_text(planner, "remind me to call mum tomorrow")
     features = plan_features(text, [Call(1, "set_reminder", {"text": "call mum", "date": "2026-12-01"})],
                              {"set_reminder": set_reminder})
     assert features["grounded"] == 1.0
+    assert features["named"] == 1.0  # "reminder" is in the request ("remind"); "set" says nothing
     assert model.requests == []
 
 
@@ -109,7 +110,10 @@ def test_no_tool_probability_is_the_logistic_of_the_features() -> None:
     assert no_tool_probability({"p_join": 0.001, "verify": 6.0, "grounded": 1.0, "overlap": 1.0}) < NO_TOOL_FLOOR
     # Values copied from the request keep a plan even when P(join) is high.
     assert no_tool_probability({"p_join": 0.3, "grounded": 1.0, "overlap": 0.5}) < NO_TOOL_FLOOR
-    assert no_tool_probability({"p_join": 0.05, "grounded": 0.0, "overlap": 0.0}) >= NO_TOOL_FLOOR
+    assert no_tool_probability({"p_join": 0.05, "grounded": 0.0, "overlap": 0.0, "named": 0.0}) >= NO_TOOL_FLOOR
+    # A request that names what the tool is for ("weather" for get_weather) keeps the call.
+    assert no_tool_probability({"p_join": 0.05, "grounded": 0.0, "overlap": 0.0, "named": 1.0}) < no_tool_probability(
+        {"p_join": 0.05, "grounded": 0.0, "overlap": 0.0, "named": 0.0})
     assert NO_TOOL_MODEL["verify"] == 0.0  # the question earned no weight for the 1.5B (benchmarks/results)
 
 

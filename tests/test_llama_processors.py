@@ -58,3 +58,15 @@ def test_text_is_decoded_incrementally_across_a_split_utf8_character() -> None:
     assert proc._text(np.array(prompt + [0, 3, 4, 5])) == "1. é "
     assert proc.seen and proc.seen[0][2] is True
     assert int(np.argmax(out)) == 1  # the floor forced "join"
+
+
+def test_a_ceiling_rules_the_continuation_out_below_it_and_keeps_it_above() -> None:
+    # "join" is the single likeliest token (p ~0.35) though the other tokens share the rest between them.
+    scores = np.array([1.2, 2.0, 1.2, -9.0, -9.0, 1.2, 1.2], dtype=np.float32)
+    below = _Preferences(_Model(), [Preference("no_tool", r"\A\Z", "join", max_prob=0.5)])  # type: ignore[arg-type]
+    out = _step([below], [9, 9], scores.copy())
+    assert below.seen[0][1] < 0.5 and below.seen[0][2] is False
+    assert out[1] == -np.inf and int(np.argmax(out)) != 1
+    above = _Preferences(_Model(), [Preference("no_tool", r"\A\Z", "join", max_prob=0.2)])  # type: ignore[arg-type]
+    kept = _step([above], [9, 9], scores.copy())
+    assert int(np.argmax(kept)) == 1

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import re
+
+import pytest
+from _helpers_models import real_model_available
 
 from tinyagent import Agent, Plan, Ref, ToolRegistry, tool
 from tinyagent.models import ModelRequest, ScriptedModel
@@ -177,3 +182,29 @@ def test_optional_arguments_the_request_does_not_support_are_left_out() -> None:
     assert notes and "unit, year" in notes[0]
     kept, _ = repair_plan(plan, request, query, TODAY, tools, optionals=False)
     assert kept == plan
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-0.5b"), reason="qwen2.5-coder-0.5b is not installed")
+def test_real_planner_keeps_shapes_and_the_given_address() -> None:
+    """On a real GGUF: a 'City, Country' value has its comma, a date its stated format, and an address the request
+    gives reaches the mail call as written, whatever the planner first wrote."""
+    from tinyagent.models import load_model
+
+    tools = ToolRegistry.from_openai([*(_tools()[n].to_openai() for n in ("contact_mail", "mail")), {
+        "type": "function", "function": {"name": "forecast", "description": "The weather forecast for a place.",
+                                         "parameters": {"type": "object", "required": ["place", "day"], "properties": {
+                                             "place": {"type": "string", "description": "in the format of 'City, "
+                                                       "Country', such as 'Paris, France'"},
+                                             "day": {"type": "string", "description": "the day, 'MM/DD/YYYY'"}}}}}])
+    model = load_model("qwen2.5-coder-0.5b", n_threads=2)
+    try:
+        agent = Agent(tools=tools, model=model, no_tool_check="off")
+        weather = agent.plan_sync("What's the weather in Tel Aviv tomorrow?", today=TODAY).plan
+        mail = agent.plan_sync("Mail jane@corp.com that the deploy is done", today=TODAY).plan
+    finally:
+        asyncio.run(model.aclose())
+    place = [c.args for c in weather.calls if c.name == "forecast"]
+    assert place and all(", " in a["place"] and re.fullmatch(r"\d\d/\d\d/\d{4}", a["day"]) for a in place), weather
+    sent = [c.args["recipients"] for c in mail.calls if c.name == "mail"]
+    assert sent and all(r == ["jane@corp.com"] for r in sent), mail

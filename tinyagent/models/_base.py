@@ -31,12 +31,18 @@ class Preference:
         after: a regular expression searched in the text generated so far (anchor it with ``\\Z``).
         text: the continuation (its first token, with or without a leading space, is what is measured).
         min_prob: take the continuation when its probability is at least this.
+        max_prob: rule the continuation out when its probability is below this (so the model writes the likeliest
+            other token the grammar allows). Greedy decoding compares single tokens, so one token can win with
+            far less than half of the probability when the alternatives spread theirs over many first tokens
+            (``join`` at 0.25 against ten tool names that share the other 0.75); a ceiling of 0.5 compares the
+            continuation with all of them together. The default (0) never rules it out.
     """
 
     name: str
     after: str
     text: str
     min_prob: float = 2.0
+    max_prob: float = 0.0
 
 
 @dataclass(frozen=True)

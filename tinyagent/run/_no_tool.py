@@ -87,17 +87,25 @@ def _grounded(value: Any, request: str, request_stems: set[str]) -> bool:
 
 
 def _name_words(name: str) -> set[str]:
-    """The stems of a tool name's words that say what it does (not the verbs every tool name uses)."""
-    return {_stem(w) for w in _words(name.replace(".", " ")) if w not in _GENERIC and len(w) > 2 and not w.isdigit()}
+    """A tool name's words that say what it does (not the verbs every tool name uses)."""
+    return {w for w in _words(name.replace(".", " ")) if w not in _GENERIC and len(w) > 2 and not w.isdigit()}
 
 
-def _named(request_stems: set[str], calls: Sequence[Call]) -> float:
+def _matches(word: str, stems: set[str], words: Iterable[str]) -> bool:
+    """``word`` is among ``words``: the same stem, or one holds the other ("mail" in "email", "sms" in "smses")."""
+    if _stem(word) in stems:
+        return True
+    return len(word) >= 4 and any(word in w or (len(w) >= 4 and w in word) for w in words)
+
+
+def _named(request_words: Sequence[str], calls: Sequence[Call]) -> float:
     """The least share, over the called tools, of the tool name's words found in the request."""
+    stems = {_stem(w) for w in request_words}
     shares = []
     for name in dict.fromkeys(c.name for c in calls):
         words = _name_words(name)
         if words:
-            shares.append(sum(w in request_stems for w in words) / len(words))
+            shares.append(sum(_matches(w, stems, request_words) for w in words) / len(words))
     return min(shares) if shares else 1.0
 
 
@@ -107,7 +115,7 @@ def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) 
     request_stems = {_stem(w) for w in request_words}
     values = [v for c in calls for v in _literals(c.args)]
     grounded = sum(_grounded(v, query, request_stems) for v in values) / len(values) if values else 1.0
-    tool_stems: set[str] = set()
+    tool_words: set[str] = set()
     for name in {c.name for c in calls}:
         tool = tools.get(name)
         if tool is None:
@@ -115,10 +123,11 @@ def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) 
         props = tool.parameters.get("properties", {})
         text = " ".join([tool.name, tool.description or "", *props,
                          *(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))])
-        tool_stems |= {_stem(w) for w in _words(text)}
+        tool_words |= set(_words(text))
+    tool_stems = {_stem(w) for w in tool_words}
     content = [w for w in request_words if not w.isdigit() and len(w) > 2]
-    overlap = sum(_stem(w) in tool_stems for w in content) / len(content) if content else 0.0
-    named = _named(request_stems, calls)
+    overlap = sum(_matches(w, tool_stems, tool_words) for w in content) / len(content) if content else 0.0
+    named = _named(request_words, calls)
     return {"grounded": round(grounded, 4), "overlap": round(overlap, 4), "named": round(named, 4)}
 
 

@@ -76,7 +76,8 @@ def join_floors(settings: AgentSettings, first_step: int) -> tuple[Preference, .
 
     floors = [Preference(STOP_PREF, r"\n\d+\. ?\Z", JOIN, floor(settings.stop_threshold))]
     if first_step == 1:
-        floors.insert(0, Preference(NO_TOOL_PREF, r"\A1\. ?\Z", JOIN, floor(settings.no_tool_threshold)))
+        floors.insert(0, Preference(NO_TOOL_PREF, r"\A1\. ?\Z", JOIN, floor(settings.no_tool_threshold),
+                                    max_prob=settings.no_tool_ceiling))
     return tuple(floors)
 
 

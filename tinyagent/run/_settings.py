@@ -7,8 +7,8 @@ from typing import Literal
 
 from .._grammar import GrammarOptions
 
-__all__ = ["AgentSettings", "NO_TOOL_FLOOR", "NO_TOOL_MODEL", "NO_TOOL_PREF", "NO_TOOL_THRESHOLD", "STOP_PREF",
-           "STOP_THRESHOLD"]
+__all__ = ["AgentSettings", "NO_TOOL_CEILING", "NO_TOOL_FLOOR", "NO_TOOL_MODEL", "NO_TOOL_PREF", "NO_TOOL_THRESHOLD",
+           "STOP_PREF", "STOP_THRESHOLD"]
 
 NO_TOOL_PREF = "no_tool"
 STOP_PREF = "stop"
@@ -16,6 +16,9 @@ STOP_PREF = "stop"
 # No floor for "no tool": P(join) at step 1 separates the requests that need no tool too weakly (0.002-0.16 for
 # BFCL irrelevance, 0.001-0.21 for requests that need a call); the best floor (0.06) would drop 16% of needed calls.
 NO_TOOL_THRESHOLD: float | None = None
+# Greedy decoding took ``join`` at step 1 at P(join) 0.23-0.27 for requests that need a call, on a personal-assistant
+# registry with no worked examples (benchmarks/results/pa_proxy.json: 9 of 40): the tool names split the rest.
+NO_TOOL_CEILING: float = 0.5
 # Stopping: P(join) after a call is decisive (0.6-1.0 where the plan is complete); the floor fitted there loses no
 # needed call on the held-out data and ends the plans that went on past the request.
 STOP_THRESHOLD: float | None = 0.46
@@ -25,8 +28,8 @@ STOP_THRESHOLD: float | None = 0.46
 # ones where the planner called something; benchmarks/results/no_tool.json). Cross-validated: 33 of 44 wrong calls
 # dropped, 3 of 94 needed ones (2 of them wrong plans anyway). The model's yes/no verification of its own plan got
 # weight but no better result under cross-validation, and costs ~0.7 s, so the shipped model leaves it out.
-NO_TOOL_MODEL: dict[str, float] = {"bias": 3.4199, "p_join": 0.4337, "verify": 0.0, "grounded": -2.6093,
-                                   "overlap": -0.4352, "named": -1.4845}
+NO_TOOL_MODEL: dict[str, float] = {"bias": 3.4725, "p_join": 0.4311, "verify": 0.0, "grounded": -2.6174,
+                                   "overlap": -0.4913, "named": -1.4828}
 NO_TOOL_FLOOR: float = 0.7
 
 
@@ -55,6 +58,10 @@ class AgentSettings:
             plain greedy decoding (the default: on held-out data no floor separated the two kinds of request without
             dropping needed calls). Applies to backends that expose logits (llama.cpp); the probability is measured
             either way and reported as ``PlanResult.no_tool_prob``.
+        no_tool_ceiling: write a call rather than ``join`` as the first step unless the planner gives ``join`` at
+            least this probability (the no-tool check then decides whether the calls fit). Greedy decoding compares
+            ``join`` with each tool name's first token alone, so ``join`` won at 0.25 against tools that shared
+            the other 0.75 between them; 0.5 compares it with all of them together. 0: plain greedy.
         no_tool_check: after the first plan, decide whether its calls fit the request at all, and drop them when
             not (``tinyagent.run._no_tool``): ``"auto"`` asks the planner model a short yes/no question about its
             plan (sharing the plan's KV prefix) only when the answer could change the decision; ``"measure"``
@@ -91,6 +98,7 @@ class AgentSettings:
     tool_timeout: float | None = None
     streaming_execution: bool = True
     no_tool_threshold: float | None = NO_TOOL_THRESHOLD
+    no_tool_ceiling: float = NO_TOOL_CEILING
     stop_threshold: float | None = STOP_THRESHOLD
     no_tool_check: Literal["auto", "measure", "off"] = "auto"
     no_tool_floor: float = NO_TOOL_FLOOR

@@ -119,6 +119,10 @@ class _Preferences:
                 scores = np.array(scores, copy=True)
                 scores[int(chosen[int(np.argmax(mass))])] = float(np.max(scores)) + 1.0
                 return scores
+            if prob < pref.max_prob:
+                scores = np.array(scores, copy=True)
+                scores[chosen] = -np.inf
+                return scores
         return scores
 
 

@@ -229,6 +229,7 @@ def test_plan_rows_with_a_scripted_model(cases: list[EvalCase], registry: Any) -
     assert [(r["id"], r["dag"], r["strict"], r["strict_exact"], r["failure"]) for r in rows] == [
         ("fn-0065", True, True, True, None), (picked[1].id, True, True, True, None)]
     assert rows[1]["no_tool"] is True and rows[0]["no_tool"] is None
+    assert rows[0]["text"].startswith("1. contacts_lookup_email(") and rows[1]["text"].startswith("1. join()")
     assert rows[0]["gold"] == list(picked[0].calls) and rows[0]["query"] == picked[0].query
     assert "contacts_lookup_email" in model.requests[0].messages[0]["content"] + model.requests[0].messages[-1][
         "content"]

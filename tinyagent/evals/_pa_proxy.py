@@ -301,14 +301,28 @@ def _date_differs(pred: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[str,
 
 
 # -- planning ------------------------------------------------------------------------------------------------------
+def _diagnostics(result: Any) -> dict[str, Any]:
+    """What the planner wrote and how the no-tool decision went, so an empty plan can be told apart."""
+    check = getattr(result, "no_tool_check", None)
+    p_join = getattr(result, "no_tool_prob", None)
+    return {
+        "text": str(getattr(result, "text", "") or "")[:600] if result is not None else None,
+        "p_join": round(float(p_join), 4) if isinstance(p_join, int | float) else None,
+        "no_tool_refused": bool(check.refused) if check is not None else None,
+        "no_tool_p": round(float(check.probability), 4) if check is not None else None,
+    }
+
+
 async def plan_pa_proxy(cases: Sequence[EvalCase], agent: Any, registry: ToolRegistry, *,
                         model: Any = None) -> list[dict[str, Any]]:
     """Plan every converted case with ``agent`` (``Agent.plan`` only, nothing executes) and score it.
 
     Returns:
         Rows ``{"id", "category", "query", "today", "gold", "calls", "dag", "strict", "date_format_ok",
-        "strict_exact", "no_tool", "failure", "elapsed_s", "prompt_tokens", "prompt_evaluated", "error"}``;
-        ``no_tool`` is None unless the gold plan has no call (then: the plan had none either).
+        "strict_exact", "no_tool", "failure", "elapsed_s", "prompt_tokens", "prompt_evaluated", "error", "text",
+        "p_join", "no_tool_refused", "no_tool_p"}``; ``no_tool`` is None unless the gold plan has no call (then: the
+        plan had none either); ``text`` is what the model wrote, ``p_join`` its probability of ``join`` as the first
+        step, ``no_tool_refused`` / ``no_tool_p`` the no-tool decision (None when not made or not measured).
     """
     rows = []
     for case in cases:
@@ -320,7 +334,7 @@ async def plan_pa_proxy(cases: Sequence[EvalCase], agent: Any, registry: ToolReg
             **score_pa_plan(pred, case, registry),
             "no_tool": (pred is not None and not pred.calls) if not case.calls else None,
             "elapsed_s": round(elapsed, 3), "prompt_tokens": tokens, "prompt_evaluated": _evaluated(model),
-            "error": error,
+            "error": error, **_diagnostics(result),
         }
         row["failure"] = failure_kind(row, case)
         rows.append(row)

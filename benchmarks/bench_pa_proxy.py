@@ -1,0 +1,166 @@
+"""A personal-assistant registry whose names and descriptions are not ours, with no user examples.
+
+The functions test split (``tinyagent.evals.load_evalset("test")``) converted onto a disguised registry
+(``benchmarks/data/pa_proxy/tools.json``: every tool and parameter renamed, descriptions in another vendor's voice,
+date-times ``YYYY-MM-DD HH:MM:SS``; see :mod:`tinyagent.evals._pa_proxy`). Each case is planned exactly as
+``tinyagent plan --tools tools.json --input requests.jsonl`` plans it for a new user: the registry loaded by the
+CLI's loader, the agent built by the CLI's own ``build_agent`` (for a 16-60 tool foreign registry that is no
+retrieval and no built-in examples) and no example cache; ``today`` from each case; ``Agent.plan`` only.
+
+Usage (runs the 1.5B planner: use the shared lock)::
+
+    flock /tmp/llama.lock nice -n 10 python benchmarks/bench_pa_proxy.py --limit 40
+    flock /tmp/llama.lock nice -n 10 python benchmarks/bench_pa_proxy.py --limit 40 --auto-examples
+    python benchmarks/bench_pa_proxy.py --model smollm2-135m --limit 2 --output /tmp/pa.json
+
+``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
+(what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
+once into a scratch folder, outside the timed part).
+
+Writes ``benchmarks/results/pa_proxy.json`` (``pa_proxy_autoex.json`` with ``--auto-examples``):
+``{"runs": {"without"[, "with"]: {"overall": {dag, strict, strict_exact, date_format_ok, no_tool, p50_s, p95_s,
+prompt_tokens, n, ...}, "by_category": {...}, "failures": {kind: count}}}, "machine", "settings",
+"cases": {run: [rows]}}``. Rates are 0 to 1. ``strict_exact`` also requires every date argument in its documented
+format (strict success itself compares dates in a canonical form).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tinyagent.apps import load_model_spec, load_tools
+from tinyagent.apps._runtime import build_agent  # the CLI's own agent construction (what `tinyagent plan` uses)
+from tinyagent.evals import EvalCase, load_pa_registry, pa_proxy_cases, plan_pa_proxy, summarize
+
+TOOLS = Path(__file__).parent / "data" / "pa_proxy" / "tools.json"
+RESULTS = Path(__file__).parent / "results" / "pa_proxy.json"
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+
+
+def machine(stage: str, into: dict[str, Any]) -> None:
+    into[f"loadavg_{stage}"] = [round(x, 2) for x in os.getloadavg()]
+    into["nproc"] = os.cpu_count()
+
+
+def summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Overall and per-category rates, plus the failure counts."""
+    def rates(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        out = summarize(group)
+        n = len(group)
+        fmt = [bool(r["date_format_ok"]) for r in group if r.get("date_format_ok") is not None]
+        out["strict_exact"] = round(sum(bool(r["strict_exact"]) for r in group) / n, 4) if n else None
+        out["date_format_ok"] = round(sum(fmt) / len(fmt), 4) if fmt else None
+        return out
+
+    by_cat: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_cat.setdefault(row["category"] or "-", []).append(row)
+    return {
+        "overall": rates(rows),
+        "by_category": {c: {k: v for k, v in rates(g).items() if k in ("dag", "strict", "strict_exact", "n")}
+                        for c, g in sorted(by_cat.items())},
+        "failures": dict(Counter(r["failure"] for r in rows if r.get("failure")).most_common()),
+    }
+
+
+def plan_cases(cases: Sequence[EvalCase], model_spec: str | Any, *, threads: int = 2, tools: Path = TOOLS,
+               auto_root: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Plan ``cases`` over the disguised registry; with ``auto_root``, with automatic examples built there first.
+
+    Args:
+        cases: converted cases (:func:`tinyagent.evals.pa_proxy_cases`).
+        model_spec: a ``--model`` value (catalog name, .gguf path) or a model object (closed afterwards).
+        threads: llama.cpp threads.
+        tools: the disguised registry file.
+        auto_root: a scratch folder for the automatic examples; None plans without examples.
+
+    Returns:
+        The per-case rows and build information (``{"examples", "build_s"}`` with automatic examples, else {}).
+    """
+    registry = load_tools(str(tools))  # the CLI's --tools loader: ToolRegistry.from_openai over the JSON
+    scoring_registry = load_pa_registry(tools)
+    model = load_model_spec(model_spec, threads=threads) if isinstance(model_spec, str) else model_spec
+    info: dict[str, Any] = {}
+    if auto_root is not None:
+        from tinyagent.finetune import build_examples
+
+        built = build_examples(registry, root=auto_root)  # outside the timed part
+        info = {"examples": len(built.examples), "build_s": round(built.seconds, 3)}
+        agent = build_agent(registry, model, examples=list(built.examples), auto_examples=False)
+    else:
+        # A new user has no example cache; auto_examples=False keeps any cache on this machine out of the run.
+        agent = build_agent(registry, model, auto_examples=False)
+
+    async def go() -> list[dict[str, Any]]:
+        try:
+            return await plan_pa_proxy(cases, agent, scoring_registry, model=model)
+        finally:
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
+
+    return asyncio.run(go()), info
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    cases = pa_proxy_cases(args.limit)
+    info: dict[str, Any] = {}
+    machine("before", info)
+    start = time.perf_counter()
+    runs: dict[str, list[dict[str, Any]]] = {}
+    builds: dict[str, Any] = {}
+    if not args.skip_without:
+        runs["without"], _ = plan_cases(cases, args.model, threads=args.threads, tools=args.tools)
+        print(f"without: {json.dumps(summarize_rows(runs['without'])['overall'])}", file=sys.stderr, flush=True)
+    if args.auto_examples:
+        with tempfile.TemporaryDirectory(prefix="tinyagent-pa-autoex-") as root:
+            runs["with"], builds = plan_cases(cases, args.model, threads=args.threads, tools=args.tools,
+                                              auto_root=Path(root))
+        print(f"with: {json.dumps(summarize_rows(runs['with'])['overall'])}", file=sys.stderr, flush=True)
+    machine("after", info)
+    return {
+        "runs": {name: summarize_rows(rows) for name, rows in runs.items()},
+        "auto_examples": builds or None,
+        "machine": info,
+        "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "split": "test",
+                     "tools": str(args.tools), "n_tools": len(load_pa_registry(args.tools)),
+                     "agent": "tinyagent.apps build_agent over load_tools(tools.json), no example cache",
+                     "date": dt.date.today().isoformat(), "seconds": round(time.perf_counter() - start, 1)},
+        "cases": runs,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="planner (catalog name or .gguf)")
+    parser.add_argument("--limit", type=int, default=None, help="cases, round-robin over the categories (default all)")
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    parser.add_argument("--tools", type=Path, default=TOOLS, help="the disguised registry (OpenAI JSON)")
+    parser.add_argument("--auto-examples", action="store_true", help="also plan with automatic examples")
+    parser.add_argument("--skip-without", action="store_true", help="with --auto-examples: only the 'with' run")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="result file (default results/pa_proxy.json, or pa_proxy_autoex.json)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    output = args.output or (RESULTS.with_name("pa_proxy_autoex.json") if args.auto_examples else RESULTS)
+    result = run(args)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({name: r["overall"] for name, r in result["runs"].items()}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,9 +16,11 @@ STOP_PREF = "stop"
 # No floor for "no tool": P(join) at step 1 separates the requests that need no tool too weakly (0.002-0.16 for
 # BFCL irrelevance, 0.001-0.21 for requests that need a call); the best floor (0.06) would drop 16% of needed calls.
 NO_TOOL_THRESHOLD: float | None = None
-# Greedy decoding took ``join`` at step 1 at P(join) 0.23-0.27 for requests that need a call, on a personal-assistant
-# registry with no worked examples (benchmarks/results/pa_proxy.json: 9 of 40): the tool names split the rest.
-NO_TOOL_CEILING: float = 0.5
+# Greedy decoding took ``join`` at step 1 at P(join) 0.05-0.27 for requests that need a call, on a personal-assistant
+# registry with no worked examples (the tool names split the rest). A ceiling of 0.5 turned 2 of them into right
+# plans but 3 of 7 requests no tool serves into calls the no-tool check did not catch (benchmarks/results/
+# pa_proxy_full.json vs pa_proxy_ceiling.json), and P(join) does not separate the two kinds: off by default.
+NO_TOOL_CEILING: float = 0.0
 # Stopping: P(join) after a call is decisive (0.6-1.0 where the plan is complete); the floor fitted there loses no
 # needed call on the held-out data and ends the plans that went on past the request.
 STOP_THRESHOLD: float | None = 0.46
@@ -61,7 +63,8 @@ class AgentSettings:
         no_tool_ceiling: write a call rather than ``join`` as the first step unless the planner gives ``join`` at
             least this probability (the no-tool check then decides whether the calls fit). Greedy decoding compares
             ``join`` with each tool name's first token alone, so ``join`` won at 0.25 against tools that shared
-            the other 0.75 between them; 0.5 compares it with all of them together. 0: plain greedy.
+            the other 0.75 between them; 0.5 compares it with all of them together. 0 (default): plain greedy
+            (on a personal-assistant registry the ceiling lost as many no-tool requests as it won calls).
         no_tool_check: after the first plan, decide whether its calls fit the request at all, and drop them when
             not (``tinyagent.run._no_tool``): ``"auto"`` asks the planner model a short yes/no question about its
             plan (sharing the plan's KV prefix) only when the answer could change the decision; ``"measure"``

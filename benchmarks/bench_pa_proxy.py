@@ -40,8 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tinyagent.apps import load_model_spec, load_tools
-from tinyagent.apps._runtime import build_agent  # the CLI's own agent construction (what `tinyagent plan` uses)
+from tinyagent.apps import build_agent, load_model_spec, load_tools
 from tinyagent.evals import EvalCase, load_pa_registry, pa_proxy_cases, plan_pa_proxy, summarize
 
 TOOLS = Path(__file__).parent / "data" / "pa_proxy" / "tools.json"

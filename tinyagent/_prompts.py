@@ -40,8 +40,8 @@ Rules:
 - Do every part of the request: one call per action, even when the actions are similar.
 - If the user already gives an email address, phone number or file path, use it directly; do not look it up.
 - If you need a contact's address or number, look it up first and pass the result with $k.
-- Resolve relative dates ("tomorrow", "next Monday") from today's date, and write dates as YYYY-MM-DD and times as \
-YYYY-MM-DDTHH:MM.
+- Resolve relative dates ("tomorrow", "next Monday") from today's date, and write dates and times in the format \
+the parameter asks for (YYYY-MM-DD and YYYY-MM-DDTHH:MM where it does not say).
 - Steps that do not depend on each other run in parallel, so do not add needless dependencies."""
 
 
@@ -299,8 +299,8 @@ def build_joiner_messages(
 def grounding_for(request: str, today: dt.date, tools: Iterable[Tool], *, now: dt.time | None = None) -> str:
     """The planner's note of the dates and times in ``request``, resolved against ``today``; "" when there are none.
 
-    Each value is shown as ISO and, where the offered tools' date parameters ask for another format (read from
-    their schemas and descriptions, never their names), in that format too, so the planner can copy it as it is.
+    Each value is shown in the format each offered date parameter asks for (read from the schemas and descriptions,
+    never the names), then as ISO, so the planner can copy it as it is.
     """
     values = [v for v in ground(request, today, now=now) if v.kind in ("date", "datetime", "time")]
     if not values:
@@ -309,8 +309,10 @@ def grounding_for(request: str, today: dt.date, tools: Iterable[Tool], *, now: d
               for schema in tool.parameters.get("properties", {}).values() if isinstance(schema, Mapping)]
     lines = []
     for v in values:
-        shown = [v.value]
+        shown: list[str] = []
         for schema, description in params:
             shown += [lit for lit in values_for_parameter([v], schema, description) if lit not in shown]
+        if v.value not in shown:
+            shown.append(v.value)  # the ISO form last: the parameters' own formats are what to copy
         lines.append(f'- "{v.text}" = {" = ".join(shown)}')
     return "Dates and times in the request, resolved (use these exact values):\n" + "\n".join(lines)

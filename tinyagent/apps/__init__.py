@@ -14,6 +14,6 @@ apps that take the same options.
 from __future__ import annotations
 
 from ._entry import run_command
-from ._runtime import load_model_spec, load_tools
+from ._runtime import build_agent, load_model_spec, load_tools
 
-__all__ = ["load_model_spec", "load_tools", "run_command"]
+__all__ = ["build_agent", "load_model_spec", "load_tools", "run_command"]

@@ -98,3 +98,20 @@ def test_value_shapes_can_be_turned_off() -> None:
     grammar = plan_grammar(_tools(), options=GrammarOptions(value_shapes=False))
     assert '"@"' not in grammar
     assert "book-1-city ::= string-300" in grammar
+
+
+def test_the_grounding_note_shows_first_the_form_a_parameter_takes() -> None:
+    import datetime as dt
+
+    from tinyagent._prompts import grounding_for
+
+    def registry(description: str) -> ToolRegistry:
+        return ToolRegistry.from_openai([{"type": "function", "function": {
+            "name": "remind", "description": "A reminder.", "parameters": {"type": "object", "properties": {
+                "due": {"type": "string", "description": description}}}}}])
+
+    today = dt.date(2026, 12, 1)
+    iso_ok = grounding_for("call the dentist next week", today, registry('"YYYY-MM-DD" or "YYYY-MM-DDTHH:MM"').values())
+    assert '"next week" = 2026-12-07 =' in iso_ok or iso_ok.endswith('"next week" = 2026-12-07')
+    other = grounding_for("lunch tomorrow at noon", today, registry("when, as YYYY-MM-DD HH:MM:SS").values())
+    assert other.splitlines()[-1] == '- "tomorrow at noon" = 2026-12-02 12:00:00 = 2026-12-02T12:00'

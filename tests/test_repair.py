@@ -208,3 +208,10 @@ def test_real_planner_keeps_shapes_and_the_given_address() -> None:
     assert place and all(", " in a["place"] and re.fullmatch(r"\d\d/\d\d/\d{4}", a["day"]) for a in place), weather
     sent = [c.args["recipients"] for c in mail.calls if c.name == "mail"]
     assert sent and all(r == ["jane@corp.com"] for r in sent), mail
+
+
+def test_a_lookup_by_the_address_itself_is_replaced() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "nina.r@example.org"}},
+                 {"name": "mail", "args": {"recipients": ["$1"], "text": "x"}})
+    fixed, _ = _repair(plan, "Email nina.r@example.org that we need to reschedule")
+    assert fixed.to_json() == [{"id": 1, "name": "mail", "args": {"recipients": ["nina.r@example.org"], "text": "x"}}]

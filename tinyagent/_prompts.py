@@ -300,7 +300,7 @@ def grounding_for(request: str, today: dt.date, tools: Iterable[Tool], *, now: d
     """The planner's note of the dates and times in ``request``, resolved against ``today``; "" when there are none.
 
     Each value is shown in the format each offered date parameter asks for (read from the schemas and descriptions,
-    never the names), then as ISO, so the planner can copy it as it is.
+    never the names), and as ISO: first where some parameter takes the ISO form as it is, else last.
     """
     values = [v for v in ground(request, today, now=now) if v.kind in ("date", "datetime", "time")]
     if not values:
@@ -312,7 +312,9 @@ def grounding_for(request: str, today: dt.date, tools: Iterable[Tool], *, now: d
         shown: list[str] = []
         for schema, description in params:
             shown += [lit for lit in values_for_parameter([v], schema, description) if lit not in shown]
-        if v.value not in shown:
-            shown.append(v.value)  # the ISO form last: the parameters' own formats are what to copy
+        # The ISO form first where some parameter takes it as it is, else last: the formats the parameters
+        # document are what to copy ("next week" stays a date where a due date may be "YYYY-MM-DD").
+        shown = [v.value, *(lit for lit in shown if lit != v.value)] if v.value in shown or not shown else \
+            [*shown, v.value]
         lines.append(f'- "{v.text}" = {" = ".join(shown)}')
     return "Dates and times in the request, resolved (use these exact values):\n" + "\n".join(lines)

@@ -44,9 +44,14 @@ class GivenIdentifiers:
         self.used: set[str] = set()
         self.replaced: set[int] = set()
 
-    def note_used(self, call: Call) -> None:
-        """Mark the literals ``call`` passes as used."""
-        self.used |= {str(v).lower() for v in leaves(call.args) if isinstance(v, str)}
+    def note_used(self, call: Call, tools: Mapping[str, Tool]) -> None:
+        """Mark the literals ``call`` passes where an identifier goes as used (not those it looks up by: a lookup
+        of "nina.r@example.org" does not use the address as an address)."""
+        tool = tools.get(call.name)
+        props: Mapping[str, Any] = tool.parameters.get("properties", {}) if tool is not None else {}
+        for name, value in call.args.items():
+            if identifier_kind(props.get(name, {})) is not None:
+                self.used |= {str(v).lower() for v in leaves(value) if isinstance(v, str)}
 
     def unused(self, kind: str) -> list[str]:
         return [lit for lit in self.by_kind.get(kind, []) if lit.lower() not in self.used]
@@ -62,7 +67,7 @@ def use_given_identifiers(call: Call, earlier: Mapping[int, Call], given: GivenI
         given: the request's identifiers (updated: the ones used, the steps replaced).
         tools: the offered tools (the parameters' schemas).
     """
-    given.note_used(call)
+    given.note_used(call, tools)
     tool = tools.get(call.name)
     if tool is None or not given.by_kind:
         return call

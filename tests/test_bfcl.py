@@ -431,7 +431,8 @@ def scripted_predictor(plan: str) -> bfcl.SdkPredictor:
 def test_sdk_predictor_turns_the_plan_into_calls() -> None:
     predictor = scripted_predictor('1. geometry.area(base=10, height=5.0, unit="cm")\n2. join()\n<END_OF_PLAN>')
     calls = asyncio.run(predictor(SIMPLE))
-    assert calls == [call("geometry.area", base=10, height=5.0, unit="cm")]
+    # The request ("question") never says "cm": the optional unit is left out (AgentSettings.ungrounded_optionals).
+    assert calls == [call("geometry.area", base=10, height=5.0)]
     assert check_case(SIMPLE, calls)[0]
     assert predictor.plan_texts["simple_python_0"].startswith("1. geometry.area(")
     prompt = predictor.model.requests[0].messages  # type: ignore[attr-defined]

@@ -215,3 +215,13 @@ def test_a_lookup_by_the_address_itself_is_replaced() -> None:
                  {"name": "mail", "args": {"recipients": ["$1"], "text": "x"}})
     fixed, _ = _repair(plan, "Email nina.r@example.org that we need to reschedule")
     assert fixed.to_json() == [{"id": 1, "name": "mail", "args": {"recipients": ["nina.r@example.org"], "text": "x"}}]
+
+
+def test_a_spoken_or_obfuscated_address_is_not_made_up() -> None:
+    from tinyagent._plan import Call
+    from tinyagent.run._repair import invented_identifiers
+
+    call = Call(1, "mail", {"recipients": ["sid@example.com"], "text": "x"})
+    assert invented_identifiers(call, _tools(), "mail sid at example dot com") == []
+    assert invented_identifiers(call, _tools(), "write to sid [at] example [dot] com") == []
+    assert invented_identifiers(call, _tools(), "mail Sid") == [("recipients", "sid@example.com")]

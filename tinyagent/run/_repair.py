@@ -31,6 +31,8 @@ __all__ = ["GivenIdentifiers", "drop_replaced", "drop_ungrounded_optionals", "in
            "planner_grounding", "repair_call", "repair_plan", "use_given_identifiers"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
+_SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
+_SPOKEN_DOT = re.compile(r"\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|\bdot\b)\s*")
 
 
 class GivenIdentifiers:
@@ -137,13 +139,15 @@ def _droppable(value: Any) -> bool:
 
 def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` pairs of ``call`` that pass an email address or phone number found nowhere in
-    ``known`` (the request, the conversation, the results so far): values the planner made up. A reference is
-    never one (its value comes from a step)."""
+    ``known`` (the request, the conversation, the results so far), also read as spoken ("sid at example dot com")
+    and with a phone number's punctuation ignored: values the planner made up. A reference is never one (its
+    value comes from a step)."""
     tool = tools.get(call.name)
     if tool is None:
         return []
     props: Mapping[str, Any] = tool.parameters.get("properties", {})
     text, digits = known.lower(), re.sub(r"\D", "", known)
+    spoken = _SPOKEN_DOT.sub(".", _SPOKEN_AT.sub("@", text))  # "sid at example dot com", "sid [at] example [dot] com"
     out = []
     for name, value in call.args.items():
         kind = identifier_kind(props.get(name, {}))
@@ -152,7 +156,8 @@ def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> l
         for leaf in leaves(value):
             if not isinstance(leaf, str) or not leaf.strip():
                 continue
-            seen = (re.sub(r"\D", "", leaf) in digits) if kind == "phone" else leaf.lower() in text
+            seen = (re.sub(r"\D", "", leaf) in digits) if kind == "phone" else \
+                leaf.lower() in text or leaf.lower() in spoken
             if not seen:
                 out.append((name, leaf))
     return out

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import re
+from collections.abc import Callable
 
 import pytest
 from _helpers_models import real_model_available
 
-from tinyagent import Agent, Plan, Ref, ToolRegistry, tool
+from tinyagent import Agent, Plan, Ref, Tool, ToolRegistry, tool
 from tinyagent.models import ModelRequest, ScriptedModel
 from tinyagent.run._repair import repair_plan
 
@@ -28,6 +29,32 @@ def _tools() -> ToolRegistry:
                                                    "description": "the recipients' email addresses"},
                                     "text": {"type": "string"}}, ["recipients", "text"]),
     ])
+
+
+def _mail_tools(sent: list[list[str]], address: Callable[[str], str]) -> tuple[Tool, Tool]:
+    """A contact lookup answering ``address(who)`` and a mail tool recording its recipients in ``sent``."""
+
+    @tool(effects="read")
+    def contact_mail(who: str) -> str:
+        """A person's email address.
+
+        Args:
+            who: their name.
+        """
+        return address(who)
+
+    @tool(effects="write")
+    def mail(recipients: list[str], text: str) -> str:
+        """Send a mail.
+
+        Args:
+            recipients: the recipients' email addresses.
+            text: the message.
+        """
+        sent.append(recipients)
+        return "sent"
+
+    return contact_mail, mail
 
 
 def _repair(plan: Plan, query: str) -> tuple[Plan, list[str]]:
@@ -74,26 +101,7 @@ def test_a_lookup_still_used_elsewhere_stays_and_references_are_renumbered() -> 
 
 async def test_agent_plan_and_a_streamed_run_use_the_given_address() -> None:
     sent: list[list[str]] = []
-
-    @tool(effects="read")
-    def contact_mail(who: str) -> str:
-        """A person's email address.
-
-        Args:
-            who: their name.
-        """
-        return f"{who.lower()}@elsewhere.org"
-
-    @tool(effects="write")
-    def mail(recipients: list[str], text: str) -> str:
-        """Send a mail.
-
-        Args:
-            recipients: the recipients' email addresses.
-            text: the message.
-        """
-        sent.append(recipients)
-        return "sent"
+    contact_mail, mail = _mail_tools(sent, lambda who: f"{who.lower()}@elsewhere.org")
 
     text = '1. contact_mail(who="Jane")\n2. mail(recipients=[$1], text="done")\n3. join()\n'
     agent = Agent(tools=[contact_mail, mail], model=ScriptedModel([text, text, "Answer: sent."]),
@@ -133,26 +141,7 @@ async def test_agent_plan_asks_again_when_the_plan_makes_up_an_address() -> None
 
 async def test_a_streamed_run_never_sends_to_a_made_up_address() -> None:
     sent: list[list[str]] = []
-
-    @tool(effects="read")
-    def contact_mail(who: str) -> str:
-        """A person's email address.
-
-        Args:
-            who: their name.
-        """
-        return "sid@corp.com"
-
-    @tool(effects="write")
-    def mail(recipients: list[str], text: str) -> str:
-        """Send a mail.
-
-        Args:
-            recipients: the recipients' email addresses.
-            text: the message.
-        """
-        sent.append(recipients)
-        return "sent"
+    contact_mail, mail = _mail_tools(sent, lambda who: "sid@corp.com")
 
     bad = '1. mail(recipients=["sid@example.com"], text="hi")\n2. join()\n'
     good = '1. contact_mail(who="Sid")\n2. mail(recipients=[$1], text="hi")\n3. join()\n'

@@ -17,7 +17,7 @@ import datetime as dt
 import graphlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "END_OF_PLAN",
     "JOIN",
     "find_refs",
+    "map_refs",
     "resolve_refs",
     "format_value",
     "refs_to_strings",
@@ -167,15 +168,21 @@ def find_refs(value: Any) -> Iterator[Ref]:
             yield from find_refs(v)
 
 
+def map_refs(value: Any, fn: Callable[[Ref], Any]) -> Any:
+    """``value`` with every :class:`Ref` replaced by ``fn(ref)`` (lists, tuples and dicts are searched; tuples
+    come back as lists)."""
+    if isinstance(value, Ref):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: map_refs(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [map_refs(v, fn) for v in value]
+    return value
+
+
 def resolve_refs(value: Any, results: Mapping[int, Any]) -> Any:
     """Replace every :class:`Ref` in ``value`` by the real Python result it points to."""
-    if isinstance(value, Ref):
-        return results[value.step]
-    if isinstance(value, Mapping):
-        return {k: resolve_refs(v, results) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [resolve_refs(v, results) for v in value]
-    return value
+    return map_refs(value, lambda ref: results[ref.step])
 
 
 def format_value(value: Any) -> str:
@@ -191,13 +198,7 @@ def format_value(value: Any) -> str:
 
 def refs_to_strings(value: Any) -> Any:
     """``value`` with every :class:`Ref` written as the string ``"$k"`` (the JSON form)."""
-    if isinstance(value, Ref):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {k: refs_to_strings(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [refs_to_strings(v) for v in value]
-    return value
+    return map_refs(value, str)
 
 
 def strings_to_refs(value: Any) -> Any:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._plan import JOIN, Call, Plan, Ref, find_refs
+from .._plan import JOIN, Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ..errors import ConfigurationError, PlanValidationError, TinyAgentError
 
@@ -360,7 +360,7 @@ def _as_mapping(tools: Mapping[str, Tool] | Iterable[Tool] | None) -> Mapping[st
 def _arg_equal(pred: _Node, gold: _Node, name: str, mapping: Mapping[int, int], tools: Mapping[str, Tool]) -> bool:
     default = _default(tools.get(gold.name), name)
     gv = gold.args.get(name, default)
-    pv = _map_refs(pred.args.get(name, default), mapping)
+    pv = map_refs(pred.args.get(name, default), lambda ref: Ref(mapping.get(ref.step, -ref.step)))
     return bool(normalize_value(gv) == normalize_value(pv))
 
 
@@ -368,16 +368,6 @@ def _default(t: Tool | None, name: str) -> Any:
     if t is None:
         return None
     return t.parameters.get("properties", {}).get(name, {}).get("default")
-
-
-def _map_refs(value: Any, mapping: Mapping[int, int]) -> Any:
-    if isinstance(value, Ref):
-        return Ref(mapping.get(value.step, -value.step))
-    if isinstance(value, Mapping):
-        return {k: _map_refs(v, mapping) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_map_refs(v, mapping) for v in value]
-    return value
 
 
 def normalize_value(value: Any) -> Any:

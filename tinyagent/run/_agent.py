@@ -22,7 +22,7 @@ from ..models import Completion, Model, ModelRequest
 from ._loop import run_loop
 from ._no_tool import check_no_tool
 from ._plan import plan_once, planner_request
-from ._repair import invented_identifiers, invented_note, repair_plan
+from ._repair import invented_identifiers, invented_note, known_text, repair_plan
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
@@ -163,7 +163,7 @@ class Agent:
                         request: ModelRequest) -> tuple[Model, Completion, Plan, ModelRequest]:
         """The plan with the identifiers the request gives used as written; planned once more, told why, when a
         call passes one the request does not give (the second plan is kept either way)."""
-        known = " ".join([state.query, *(str(m.get("content", "")) for m in state.history)])
+        known = known_text(state.query, state.history)
         for again in (True, False):
             plan, notes = repair_plan(plan, request, state.query, state.today, state.offer.tools,
                                       identifiers=self.settings.given_identifiers,

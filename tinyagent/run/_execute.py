@@ -12,9 +12,9 @@ from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
 from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Completion, Model, ModelRequest
-from ._no_tool import check_no_tool, first_call_is_clear
+from ._no_tool import check_no_tool, first_call_is_clear, request_text
 from ._plan import PlanStream, Repair, call_model, planner_request
-from ._repair import GivenIdentifiers, invented_identifiers, invented_note, planner_grounding, repair_call
+from ._repair import GivenIdentifiers, invented_identifiers, invented_note, known_text, repair_call
 from ._retrieve import disagrees_with_examples
 from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
@@ -149,23 +149,18 @@ def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair
     if not identifiers and not optionals:
         return None
     given = GivenIdentifiers(state.query, state.today) if identifiers else None
-    grounding = planner_grounding(request, state.query) if optionals else None
+    grounding = request_text(request, state.query) if optionals else None
 
     def repair(call: Call, earlier: Mapping[int, Call]) -> Call:
         fixed = repair_call(call, earlier, given, state.offer.tools, grounding)
         if fixed.args != call.args:
             state.result.notes.append(f"plan: step {call.id} repaired: {fixed.to_text()}")
-        if identifiers and (invented := invented_identifiers(fixed, state.offer.tools, known_text(state))):
+        known = known_text(state.query, state.history, state.observations()) if identifiers else ""
+        if identifiers and (invented := invented_identifiers(fixed, state.offer.tools, known)):
             raise PlanValidationError(invented_note(call.id, invented))
         return fixed
 
     return repair
-
-
-def known_text(state: RunState) -> str:
-    """What a literal identifier may come from: the request, the conversation and the results so far."""
-    history = " ".join(str(m.get("content", "")) for m in state.history)
-    return " ".join([state.query, history, *state.observations()])
 
 
 def _no_tool_prob(completion: Completion) -> float | None:

@@ -21,14 +21,14 @@ from typing import Any
 
 from .._formats import identifier_kind
 from .._grounding import ground
-from .._plan import Call, Plan, Ref, find_refs
+from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._no_tool import _grounded, _stem, _words, request_text
 
 __all__ = ["GivenIdentifiers", "drop_replaced", "drop_ungrounded_optionals", "invented_identifiers", "invented_note",
-           "planner_grounding", "repair_call", "repair_plan", "use_given_identifiers"]
+           "known_text", "repair_call", "repair_plan", "use_given_identifiers"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -178,17 +178,10 @@ def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
     if not gone:
         return Plan(calls=tuple(calls))
     numbers = {c.id: i + 1 for i, c in enumerate(kept)}
-    return Plan(calls=tuple(Call(numbers[c.id], c.name, _renumber(c.args, numbers)) for c in kept))
+    def renumber(ref: Ref) -> Ref:
+        return Ref(numbers.get(ref.step, ref.step))
 
-
-def _renumber(value: Any, numbers: Mapping[int, int]) -> Any:
-    if isinstance(value, Ref):
-        return Ref(numbers.get(value.step, value.step))
-    if isinstance(value, Mapping):
-        return {k: _renumber(v, numbers) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_renumber(v, numbers) for v in value]
-    return value
+    return Plan(calls=tuple(Call(numbers[c.id], c.name, map_refs(c.args, renumber)) for c in kept))
 
 
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
@@ -200,16 +193,16 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     return call if grounding is None else drop_ungrounded_optionals(call, tools, grounding)
 
 
-def planner_grounding(planner: ModelRequest, query: str) -> str:
-    """The text a value must come from: the request as the planner saw it (with its resolved dates)."""
-    return request_text(planner, query)
+def known_text(query: str, history: Iterable[Mapping[str, Any]], observations: Iterable[str] = ()) -> str:
+    """What a literal identifier may come from: the request, the conversation and the results so far."""
+    return " ".join([query, *(str(m.get("content", "")) for m in history), *observations])
 
 
 def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, tools: Mapping[str, Tool], *,
                 identifiers: bool = True, optionals: bool = True) -> tuple[Plan, list[str]]:
     """:func:`repair_call` over a whole plan, then :func:`drop_replaced`; with notes of what changed."""
     given = GivenIdentifiers(query, today) if identifiers else None
-    grounding = planner_grounding(planner, query) if optionals else None
+    grounding = request_text(planner, query) if optionals else None
     done: dict[int, Call] = {}
     out = []
     for call in plan.calls:

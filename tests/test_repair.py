@@ -12,7 +12,7 @@ from _helpers_models import real_model_available
 
 from tinyagent import Agent, Plan, Ref, Tool, ToolRegistry, tool
 from tinyagent.models import ModelRequest, ScriptedModel
-from tinyagent.run._repair import repair_plan
+from tinyagent.run._repair import call_problem, repair_plan, unsourced_values
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -214,3 +214,149 @@ def test_a_spoken_or_obfuscated_address_is_not_made_up() -> None:
     assert invented_identifiers(call, _tools(), "mail sid at example dot com") == []
     assert invented_identifiers(call, _tools(), "write to sid [at] example [dot] com") == []
     assert invented_identifiers(call, _tools(), "mail Sid") == [("recipients", "sid@example.com")]
+
+
+def _day_tools() -> ToolRegistry:
+    def fn(name: str, desc: str, props: dict[str, dict[str, object]]) -> dict[str, object]:
+        return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+            "type": "object", "properties": props, "required": list(props)}}}
+
+    return ToolRegistry.from_openai([
+        fn("todo_add", "Add a to-do.", {
+            "title": {"type": "string"},
+            "due": {"type": "string",
+                    "description": "Due, formatted YYYY-MM-DD HH:MM:SS, or YYYY-MM-DD for all day."}}),
+        fn("event_add", "Add an event.", {
+            "title": {"type": "string"},
+            "start": {"type": "string", "description": "Start, formatted DD/MM/YYYY HH:MM."}}),
+        fn("now_date", "Returns the current local date and the day of the week.", {}),
+        fn("text", "Send an SMS.", {"body": {"type": "string"}}),
+    ])
+
+
+@pytest.mark.parametrize(("query", "due", "expected"), [
+    ("Remind me to call the dentist next week", "2026-12-07 00:00:00", "2026-12-07"),  # a day: the date-only form
+    ("Remind me to call the dentist tomorrow", "2026-12-02 00:00:00", "2026-12-02"),
+    ("Remind me to call the dentist tomorrow at midnight", "2026-12-02 00:00:00", "2026-12-02 00:00:00"),
+    ("Remind me to call the dentist tomorrow at 9am", "2026-12-02 09:00:00", "2026-12-02 09:00:00"),
+    ("Remind me to call the dentist tomorrow", "2026-12-05 00:00:00", "2026-12-05 00:00:00"),  # not the given day
+])
+def test_a_day_at_midnight_is_written_as_a_day_where_the_parameter_allows_one(query: str, due: str,
+                                                                              expected: str) -> None:
+    plan = Plan.from_json([{"id": 1, "name": "todo_add", "args": {"title": "Call the dentist", "due": due}}])
+    fixed, _ = repair_plan(plan, ModelRequest(messages=[]), query, TODAY, _day_tools())
+    assert fixed.calls[0].args["due"] == expected
+
+
+def test_a_day_stays_midnight_where_the_parameter_documents_no_date_only_form() -> None:
+    plan = Plan.from_json([{"id": 1, "name": "event_add", "args": {"title": "Dentist", "start": "02/12/2026 00:00"}}])
+    fixed, _ = repair_plan(plan, ModelRequest(messages=[]), "Dentist tomorrow", TODAY, _day_tools())
+    assert fixed.calls[0].args["start"] == "02/12/2026 00:00"
+
+
+@pytest.mark.parametrize(("query", "kept"), [
+    ("Text hi to the team", ["text"]),
+    ("Translate 'good morning' into Spanish", []),
+    ("What day is it today? Also text hi", ["now_date", "text"]),
+    ("How many days until Christmas?", ["now_date"]),
+])
+def test_a_step_that_only_tells_todays_date_is_dropped_unless_asked_for(query: str, kept: list[str]) -> None:
+    calls = [{"id": 1, "name": "now_date", "args": {}}]
+    if "text" in query.lower():
+        calls.append({"id": 2, "name": "text", "args": {"body": "hi"}})
+    fixed, notes = repair_plan(Plan.from_json(calls), ModelRequest(messages=[]), query, TODAY, _day_tools())
+    assert [c.name for c in fixed.calls] == kept
+    assert [c.id for c in fixed.calls] == list(range(1, len(kept) + 1))
+    assert any("today's date" in n for n in notes) == (len(kept) < len(calls))
+
+
+def test_a_date_step_whose_result_is_used_stays() -> None:
+    plan = Plan.from_json([{"id": 1, "name": "now_date", "args": {}},
+                           {"id": 2, "name": "text", "args": {"body": "$1"}}])
+    fixed, _ = repair_plan(plan, ModelRequest(messages=[]), "Text me the date", TODAY, _day_tools())
+    assert [c.name for c in fixed.calls] == ["now_date", "text"]
+
+
+def _sourced_tools() -> ToolRegistry:
+    def fn(name: str, props: dict[str, dict[str, object]]) -> dict[str, object]:
+        return {"type": "function", "function": {"name": name, "description": name, "parameters": {
+            "type": "object", "properties": props, "required": list(props)}}}
+
+    path = {"type": "string", "description": "Path of the document, as returned by doc_find."}
+    return ToolRegistry.from_openai([
+        fn("doc_find", {"terms": {"type": "string"}}), fn("note_find", {"terms": {"type": "string"}}),
+        fn("doc_digest", {"path": path}),
+        fn("send", {"files": {"type": "array", "items": path}}),
+    ])
+
+
+def test_a_value_its_parameter_says_comes_from_another_tool_must_come_from_it() -> None:
+    tools = _sourced_tools()
+    made_up = Plan.from_json([{"id": 1, "name": "doc_digest", "args": {"path": "Q4 budget.pdf"}}]).calls[0]
+    assert unsourced_values(made_up, {}, tools, "Summarize the Q4 budget") == [("path", "Q4 budget.pdf", "doc_find")]
+    problem = call_problem(made_up, {}, tools, "Summarize the Q4 budget")
+    assert problem is not None and "first call doc_find" in problem
+    given = Plan.from_json([{"id": 1, "name": "doc_digest", "args": {"path": "/tmp/q4.pdf"}}]).calls[0]
+    assert call_problem(given, {}, tools, "Summarize /tmp/q4.pdf") is None  # the request gives the path
+    plan = Plan.from_json([{"id": 1, "name": "note_find", "args": {"terms": "Q4"}},
+                           {"id": 2, "name": "doc_find", "args": {"terms": "Q4"}},
+                           {"id": 3, "name": "send", "args": {"files": ["$1", "$2"]}}])
+    earlier = {c.id: c for c in plan.calls}
+    assert unsourced_values(plan.calls[2], earlier, tools, "") == [("files", "$1", "doc_find")]  # $2 is doc_find's
+
+
+def test_a_plan_with_a_made_up_path_is_planned_again_with_the_reason() -> None:
+    model = ScriptedModel(['1. doc_digest(path="Q4 budget.pdf")\n2. join()\n<END_OF_PLAN>',
+                           '1. doc_find(terms="Q4 budget")\n2. doc_digest(path=$1)\n3. join()\n<END_OF_PLAN>'])
+    agent = Agent(tools=_sourced_tools(), model=model)
+    result = agent.plan_sync("Summarize the Q4 budget", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["doc_find", "doc_digest"]
+    assert "first call doc_find" in str(model.requests[1].messages[-1]["content"])
+
+
+def test_a_bare_reference_where_a_list_goes_is_wrapped_and_a_list_result_spliced() -> None:
+    sent: list[list[str]] = []
+    contact_mail, mail = _mail_tools(sent, lambda who: "ann@x.io")
+    fixed, _ = _repair(_plan({"name": "contact_mail", "args": {"who": "Ann"}},
+                             {"name": "mail", "args": {"recipients": "$1", "text": "hi"}}), "Mail Ann hi")
+    assert fixed.calls[1].args["recipients"] == [Ref(1)]
+    model = ScriptedModel(['1. contact_mail(who="Ann")\n2. mail(recipients=$1, text="hi")\n3. join()\n'
+                           "<END_OF_PLAN>", "Answer: sent"])
+    Agent(tools=[contact_mail, mail], model=model, confirm=lambda _: True).run_sync("Mail Ann hi", today=TODAY)
+    assert sent == [["ann@x.io"]]
+
+    @tool(name="contact_mail", effects="read")
+    def team_mail(who: str) -> list[str]:
+        """The email addresses of a team.
+
+        Args:
+            who: the team's name.
+        """
+        return ["ann@x.io", "bo@x.io"]
+
+    model.reset()
+    result = Agent(tools=[team_mail, mail], model=model, confirm=lambda _: True).run_sync("Mail Ann hi", today=TODAY)
+    assert sent[-1] == ["ann@x.io", "bo@x.io"], (sent, result.steps[1])
+
+
+@pytest.mark.parametrize(("query", "calls", "kept"), [
+    # an invented lookup beside a number the request gives
+    ("Text +1 415 555 0199 landed", [("contact_mail", {"who": "John Doe"}),
+                                     ("mail", {"recipients": ["+1 415 555 0199"], "text": "landed"})], ["mail"]),
+    # a lookup of the address the request gives, which the mail already passes
+    ("Mail jane@corp.com that it is done", [("contact_mail", {"who": "Jane"}),
+                                             ("mail", {"recipients": ["jane@corp.com"], "text": "it is done"})],
+     ["mail"]),
+    ("Mail jane@corp.com that it is done", [("contact_mail", {"who": "jane@corp.com"}),
+                                             ("mail", {"recipients": ["jane@corp.com"], "text": "it is done"})],
+     ["mail"]),
+    # a lookup the request asks for (its result goes to the answer) stays
+    ("Mail jane@corp.com that it is done, and what is Omar's address?",
+     [("mail", {"recipients": ["jane@corp.com"], "text": "it is done"}), ("contact_mail", {"who": "Omar"})],
+     ["mail", "contact_mail"]),
+    # a single call is never dropped
+    ("What's John's address?", [("contact_mail", {"who": "Johnny Doe"})], ["contact_mail"]),
+])
+def test_stray_lookups_are_left_out(query: str, calls: list[tuple[str, dict[str, object]]], kept: list[str]) -> None:
+    fixed, _ = _repair(_plan(*({"name": n, "args": a} for n, a in calls)), query)
+    assert [c.name for c in fixed.calls] == kept

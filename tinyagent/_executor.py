@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from ._events import RunEvent, StepRecord, ToolFinished, ToolStarted
-from ._plan import Call, Plan, resolve_refs
+from ._plan import Call, Plan, Ref, resolve_refs
 from ._plan_parser import check_call
 from ._prompts import format_observation
 from ._provenance import Provenance, risky_targets
@@ -137,13 +137,14 @@ class Executor:
                 record.error_type = "DependencyFailed"
                 await self.emit(ToolFinished(record))
                 return
-            args = resolve_refs(dict(call.args), {d: records[d].result for d in deps})
+            tool = self.tools[call.name]
+            args = splice_list_results(resolve_refs(dict(call.args), {d: records[d].result for d in deps}), call,
+                                       tool.parameters)
             now = time.perf_counter()
             record.started_s = now - self.clock_start
             if self.first_dispatch_s is None:
                 self.first_dispatch_s = record.started_s
             record.status = "running"
-            tool = self.tools[call.name]
             record.provenance = self.provenance.classify(call, self.tools, records)
             await self.emit(ToolStarted(call.id, call.name, args))
             try:
@@ -192,3 +193,23 @@ def successful(records: Iterable[StepRecord]) -> list[int]:
 def results_of(records: Mapping[int, StepRecord]) -> dict[int, Any]:
     """Step id to result, for steps that succeeded."""
     return {k: r.result for k, r in records.items() if r.ok}
+
+
+def splice_list_results(args: dict[str, Any], call: Call, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` with a list result that a reference put inside a list of scalars spliced into it: ``to=[$1]``
+    where step 1 found several addresses is one flat list of them."""
+    props: Mapping[str, Any] = parameters.get("properties", {})
+    out = dict(args)
+    for name, written in call.args.items():
+        schema = props.get(name, {})
+        items = schema.get("items") or {}
+        if schema.get("type") != "array" or items.get("type") in (None, "array") or not isinstance(written, list):
+            continue
+        if not any(isinstance(w, Ref) for w in written):
+            continue
+        value = out.get(name)
+        if isinstance(value, list):
+            out[name] = [x for w, v in zip(written, value, strict=True)
+                         for x in (v if isinstance(w, Ref) and isinstance(v, list | tuple) else [v])]
+    return out
+

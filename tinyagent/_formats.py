@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["identifier_kind", "string_shapes"]
+__all__ = ["date_patterns", "identifier_kind", "string_shapes"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
@@ -84,6 +84,14 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
     if _EMPTY.search(text):
         shapes.append('""')
     return list(dict.fromkeys(shapes))
+
+
+def date_patterns(schema: Mapping[str, Any], description: str = "") -> list[str]:
+    """The date and time patterns a parameter's description (and its schema's) writes, in order:
+    ``["YYYY-MM-DD HH:MM:SS", "YYYY-MM-DD"]`` for "formatted YYYY-MM-DD HH:MM:SS, or YYYY-MM-DD for an all-day
+    task"."""
+    text = " ".join(s for s in (description, str(schema.get("description", ""))) if s)
+    return list(dict.fromkeys(m.group() for m in _DATE_PATTERN.finditer(text)))
 
 
 def identifier_kind(schema: Mapping[str, Any]) -> str | None:

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from dateutil.relativedelta import relativedelta
 
-__all__ = ["GroundedValue", "format_for_schema", "ground", "grounding_note", "values_for_parameter"]
+__all__ = ["GroundedValue", "format_for_schema", "ground", "grounding_note", "strftime_pattern", "values_for_parameter"]
 
 Kind = Literal["date", "datetime", "time", "email", "phone", "path", "url", "number"]
 
@@ -466,7 +466,7 @@ _TIME_WORD = re.compile(r"\b(?:time(?!\s*zone)|times of day|datetime|hour|clock)
 _UNIX = re.compile(r"\b(?:unix|epoch|posix)\b", re.IGNORECASE)
 
 
-def _strftime_pattern(fmt: str) -> str:
+def strftime_pattern(fmt: str) -> str:
     """Translate "YYYY-MM-DD HH:MM:SS" into a strftime pattern (MM after an hour field means minutes)."""
     out, seen_hour = [], False
     for tok in re.findall(rf"{_FMT_TOKEN}|.", fmt, re.IGNORECASE):
@@ -486,7 +486,7 @@ def _target(schema: Mapping[str, Any], description: str) -> str:
         return "unix"
     written = _FMT_IN_TEXT.search(text)
     if written:
-        return _strftime_pattern(written.group())
+        return strftime_pattern(written.group())
     if fmt in ("date", "date-time", "time"):
         return {"date": "%Y-%m-%d", "date-time": "%Y-%m-%dT%H:%M:%S", "time": "%H:%M:%S"}[fmt]
     example = _ISO_EXAMPLE.search(text)

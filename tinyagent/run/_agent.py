@@ -22,7 +22,7 @@ from ..models import Completion, Model, ModelRequest
 from ._loop import run_loop
 from ._no_tool import check_no_tool
 from ._plan import plan_once, planner_request
-from ._repair import invented_identifiers, invented_note, known_text, repair_plan
+from ._repair import call_problem, known_text, repair_plan
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
@@ -169,8 +169,9 @@ class Agent:
                                       identifiers=self.settings.given_identifiers,
                                       optionals=self.settings.ungrounded_optionals == "drop")
             state.result.notes.extend(notes)
-            invented = [invented_note(c.id, bad) for c in plan.calls if self.settings.given_identifiers
-                        and (bad := invented_identifiers(c, state.offer.tools, known))]
+            earlier = {c.id: c for c in plan.calls}
+            invented = [bad for c in plan.calls if self.settings.given_identifiers
+                        and (bad := call_problem(c, earlier, state.offer.tools, known))]
             if not invented or not again:
                 break
             reason = "; ".join(invented)

@@ -14,7 +14,7 @@ from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Completion, Model, ModelRequest
 from ._no_tool import check_no_tool, first_call_is_clear, request_text
 from ._plan import PlanStream, Repair, call_model, planner_request
-from ._repair import GivenIdentifiers, invented_identifiers, invented_note, known_text, repair_call
+from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, undated_days
 from ._retrieve import disagrees_with_examples
 from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
@@ -143,21 +143,23 @@ def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: li
 def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair | None:
     """The per-call repair of a streamed plan (:func:`~._repair.repair_call`): identifiers the request gives are
     used as written, a call that passes a made-up one stops the plan before it runs (the loop replans with the
-    reason), optional arguments the request does not support are left out. None when all of that is off."""
+    reason), optional arguments the request does not support are left out, a day stays a day. None when all of
+    that is off."""
     settings = setup.settings
     identifiers, optionals = settings.given_identifiers, settings.ungrounded_optionals == "drop"
     if not identifiers and not optionals:
         return None
     given = GivenIdentifiers(state.query, state.today) if identifiers else None
     grounding = request_text(request, state.query) if optionals else None
+    days = undated_days(state.query, state.today)
 
     def repair(call: Call, earlier: Mapping[int, Call]) -> Call:
-        fixed = repair_call(call, earlier, given, state.offer.tools, grounding)
+        fixed = repair_call(call, earlier, given, state.offer.tools, grounding, days)
         if fixed.args != call.args:
             state.result.notes.append(f"plan: step {call.id} repaired: {fixed.to_text()}")
         known = known_text(state.query, state.history, state.observations()) if identifiers else ""
-        if identifiers and (invented := invented_identifiers(fixed, state.offer.tools, known)):
-            raise PlanValidationError(invented_note(call.id, invented))
+        if identifiers and (problem := call_problem(fixed, earlier, state.offer.tools, known)):
+            raise PlanValidationError(problem)
         return fixed
 
     return repair

@@ -1,4 +1,5 @@
-"""Plan repairs that need no model: identifiers the user wrote are used as written.
+"""Plan repairs that need no model: identifiers the user wrote are used as written, dates stay dates, and a step
+that only tells today's date (which the prompt states) goes.
 
 A small planner often looks up what the request already gives: "Send an email to jane@corp.com" becomes
 ``1. get_email_address(name="Jane")`` and ``2. send_email(to=[$1], ...)``. Where a reference to an earlier step
@@ -7,6 +8,11 @@ and description by :func:`tinyagent._formats.identifier_kind`), and the request 
 plan uses nowhere and that belongs to what the step looked up (the step's argument words are in it, or it is in the
 step's arguments), the reference becomes that identifier. A step whose every use was replaced so is dropped from the
 plan (in a streamed run it may already have run: it only looked something up).
+
+A date the request gives without a time ("next week", "tomorrow") that the planner wrote at midnight
+(``2027-03-01 00:00:00``) is written in the parameter's date-only form where its description documents one ("or
+YYYY-MM-DD for an all-day task"). A call to a tool that takes no arguments and tells the current date, whose result
+no step uses, is dropped from a whole plan unless the request asks for the date or time.
 
 Nothing here is keyed to a tool's name: what a parameter holds comes from its schema and description, what the
 request gives from :func:`tinyagent._grounding.ground`.
@@ -19,19 +25,30 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._formats import identifier_kind
-from .._grounding import ground
+from .._formats import date_patterns, identifier_kind
+from .._grounding import ground, strftime_pattern
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._no_tool import _grounded, _stem, _words, request_text
 
-__all__ = ["GivenIdentifiers", "drop_replaced", "drop_ungrounded_optionals", "invented_identifiers", "invented_note",
-           "known_text", "repair_call", "repair_plan", "use_given_identifiers"]
+__all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
+           "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "known_text", "redundant_date_steps",
+           "repair_call", "repair_plan", "stray_lookups", "undated_days", "unsourced_note", "unsourced_values",
+           "use_given_identifiers", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
+_TELLS_TODAY = re.compile(r"\b(?:current|today'?s|present)\b[^.;]{0,30}\b(?:date|day)\b", re.IGNORECASE)
+_ASKS_DATE = re.compile(
+    r"\b(?:what|which)\b[^?.!]{0,20}\b(?:date|day|time|year|month)\b|\btoday'?s date\b|\bday of the week\b"
+    r"|\bhow (?:many|long)\b[^?.!]{0,20}\b(?:days?|weeks?|until|till|since|left)\b|\b(?:date|time) (?:is it|now)\b",
+    re.IGNORECASE)
+_SOURCE = re.compile(
+    r"\b(?:returned|given|produced|found|obtained|output) (?:by|from) (?:a call to |the )?`?"
+    r"([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
+_MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
 _SPOKEN_DOT = re.compile(r"\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|\bdot\b)\s*")
 
 
@@ -137,6 +154,101 @@ def _droppable(value: Any) -> bool:
     return isinstance(value, str) and 0 < len(value.split()) <= 4
 
 
+def undated_days(request: str, today: dt.date) -> frozenset[dt.date]:
+    """The days ``request`` gives without a time of day ("next week", "on Friday")."""
+    return frozenset(dt.date.fromisoformat(v.value) for v in ground(request, today) if v.kind == "date")
+
+
+def date_only(call: Call, tools: Mapping[str, Tool], days: Iterable[dt.date]) -> Call:
+    """``call`` with each date-time at midnight on one of ``days`` written in its parameter's date-only form, where
+    the parameter's description documents one beside a form with a time ("formatted YYYY-MM-DD HH:MM:SS, or
+    YYYY-MM-DD for an all-day task"): the request gave a day, not midnight."""
+    tool, days = tools.get(call.name), set(days)
+    if tool is None or not days:
+        return call
+    props: Mapping[str, Any] = tool.parameters.get("properties", {})
+    args = dict(call.args)
+    for name, value in call.args.items():
+        patterns = date_patterns(props.get(name, {})) if isinstance(value, str) else []
+        day_form = next((p for p in patterns if not re.search(r"[Hh]{2}", p)), None)
+        if day_form is None:
+            continue
+        for pattern in patterns:
+            if pattern == day_form:
+                continue
+            try:
+                moment = dt.datetime.strptime(value, strftime_pattern(pattern))
+            except ValueError:
+                continue
+            if moment.time() == dt.time() and moment.date() in days and _MIDNIGHT.search(value):
+                args[name] = moment.strftime(strftime_pattern(day_form))
+            break
+    return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
+def wrap_bare_refs(call: Call, tools: Mapping[str, Tool]) -> Call:
+    """``call`` with a bare ``$k`` where a parameter takes a list written as ``[$k]`` (the executor splices a list
+    result into it)."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return call
+    props: Mapping[str, Any] = tool.parameters.get("properties", {})
+    args = {k: [v] if isinstance(v, Ref) and props.get(k, {}).get("type") == "array" else v
+            for k, v in call.args.items()}
+    return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
+def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str,
+                  given: GivenIdentifiers | None) -> set[int]:
+    """Steps whose result no step uses and that look up what nobody asked for, when the plan has other steps: the
+    step's tool finds an email address or a phone number (by its description), every argument is a short text, and
+
+    * none of them is in the request ("John Doe" for "Text +1 415 555 0199 ...");
+    * or the step looks up an identifier of that kind the request gives and another step already passes ("Jane",
+      or the address itself, beside ``jane@corp.com``).
+
+    Their results would only reach the answer, and they answer nothing."""
+    if len(calls) < 2:
+        return set()
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    stems = {_stem(w) for w in _words(request)}
+    out = set()
+    for call in calls:
+        values = list(leaves(call.args))
+        if call.id in used or not values or not all(isinstance(v, str) and 0 < len(v.split()) <= 4 for v in values):
+            continue
+        tool = tools.get(call.name)
+        finds = identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"}) \
+            if tool is not None else None
+        if finds is None:
+            continue
+        if not any(_grounded(v, request, stems) for v in values) or given is not None and any(
+                _belongs(lit, call) and _passed_elsewhere(lit, call, calls) for lit in given.by_kind.get(finds, [])):
+            out.add(call.id)
+    return out
+
+
+def _passed_elsewhere(literal: str, call: Call, calls: Sequence[Call]) -> bool:
+    """Whether a step other than ``call`` passes ``literal``."""
+    return any(c.id != call.id and literal.lower() in {str(v).lower() for v in leaves(c.args)} for c in calls)
+
+
+def redundant_date_steps(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """The steps that only tell the current date, which the planner's prompt already states: a tool with no
+    parameters whose description says it gives the current date or day, when no step uses its result and the
+    request does not ask for the date or the time."""
+    if _ASKS_DATE.search(request):
+        return set()
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    out = set()
+    for call in calls:
+        tool = tools.get(call.name)
+        if (tool is not None and call.id not in used and not call.args and not tool.parameters.get("properties")
+                and _TELLS_TODAY.search(f"{tool.description} {tool.returns or ''}")):
+            out.add(call.id)
+    return out
+
+
 def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` pairs of ``call`` that pass an email address or phone number found nowhere in
     ``known`` (the request, the conversation, the results so far), also read as spoken ("sid at example dot com")
@@ -163,11 +275,62 @@ def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> l
     return out
 
 
+def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | None:
+    """The offered tool a parameter's description says its values come from ("Absolute path of the document, as
+    returned by files_locate"); None when it names none."""
+    for match in _SOURCE.finditer(str(schema.get("description", "")) + " " + str(
+            (schema.get("items") or {}).get("description", ""))):
+        if match.group(1) in tools:
+            return match.group(1)
+    return None
+
+
+def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool],
+                     known: str) -> list[tuple[str, str, str]]:
+    """The ``(parameter, value, source)`` of ``call`` where a parameter documents the tool its values come from,
+    that tool is offered, and the value is a literal found nowhere in ``known`` or a reference to a step of another
+    tool: a made-up path or id the planner should have asked the source tool for."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return []
+    text = known.lower()
+    out = []
+    for name, value in call.args.items():
+        source = documented_source(tool.parameters.get("properties", {}).get(name, {}), tools)
+        if source is None or source == call.name:
+            continue
+        for ref in find_refs(value):
+            if ref.step in earlier and earlier[ref.step].name != source:
+                out.append((name, f"${ref.step}", source))
+        for leaf in leaves(value):
+            if isinstance(leaf, str) and leaf.strip() and leaf.lower() not in text:
+                out.append((name, leaf, source))
+    return out
+
+
+def unsourced_note(step: int, unsourced: Sequence[tuple[str, str, str]]) -> str:
+    """What the planner is told when a step passes values its parameters say come from another tool."""
+    parts = [f"{name}={value!r} (it takes what {source} returns)" for name, value, source in unsourced]
+    sources = ", ".join(dict.fromkeys(source for _, _, source in unsourced))
+    return (f"step {step} passes {', '.join(parts)}; first call {sources} and pass that step's result as $k")
+
+
 def invented_note(step: int, invented: Sequence[tuple[str, str]]) -> str:
     """What the planner is told when a step passes made-up identifiers."""
     shown = ", ".join(f"{name}={value!r}" for name, value in invented)
     return (f"step {step} passes {shown}, which the request does not give; first call a listed tool that finds it "
             "and pass that step's result as $k")
+
+
+def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str) -> str | None:
+    """Why ``call`` must not run as planned (:func:`invented_identifiers`, :func:`unsourced_values`), as the note
+    the planner is given to plan again; None when nothing is wrong."""
+    notes = []
+    if invented := invented_identifiers(call, tools, known):
+        notes.append(invented_note(call.id, invented))
+    if unsourced := unsourced_values(call, earlier, tools, known):
+        notes.append(unsourced_note(call.id, unsourced))
+    return "; ".join(notes) or None
 
 
 def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
@@ -185,12 +348,15 @@ def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
 
 
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
-                grounding: str | None) -> Call:
+                grounding: str | None, days: Iterable[dt.date] = ()) -> Call:
     """One call through the repairs that are on: :func:`use_given_identifiers` (``given``), then
-    :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates)."""
+    :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
+    then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
     if given is not None:
         call = use_given_identifiers(call, earlier, given, tools)
-    return call if grounding is None else drop_ungrounded_optionals(call, tools, grounding)
+    if grounding is not None:
+        call = drop_ungrounded_optionals(call, tools, grounding)
+    return date_only(wrap_bare_refs(call, tools), tools, days)
 
 
 def known_text(query: str, history: Iterable[Mapping[str, Any]], observations: Iterable[str] = ()) -> str:
@@ -203,17 +369,28 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
     """:func:`repair_call` over a whole plan, then :func:`drop_replaced`; with notes of what changed."""
     given = GivenIdentifiers(query, today) if identifiers else None
     grounding = request_text(planner, query) if optionals else None
+    days = undated_days(query, today)
     done: dict[int, Call] = {}
     out = []
     for call in plan.calls:
-        fixed = repair_call(call, done, given, tools, grounding)
+        fixed = repair_call(call, done, given, tools, grounding, days)
         done[call.id] = fixed
         out.append(fixed)
     notes = [f"plan: step {new.id} left out {', '.join(sorted(set(old.args) - set(new.args)))} (not in the request)"
              for old, new in zip(plan.calls, out, strict=True) if set(new.args) < set(old.args)]
-    if given is None or not given.replaced:
+    gone = redundant_date_steps(out, tools, query)
+    if gone:
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(gone))} (today's date is known)")
+    stray = stray_lookups([c for c in out if c.id not in gone], tools, grounding or query, given) \
+        if identifiers else set()
+    if stray:
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used and "
+                     "it looks up what the request does not ask for)")
+        gone |= stray
+    replaced = given.replaced if given is not None else set()
+    if replaced:
+        notes.append(f"plan: used the identifiers the request gives instead of looking them up (steps "
+                     f"{', '.join(str(s) for s in sorted(replaced))})")
+    if not gone and not replaced:
         return Plan(calls=tuple(out), answer=plan.answer), notes
-    repaired = drop_replaced(out, given.replaced)
-    notes.append(f"plan: used the identifiers the request gives instead of looking them up (steps "
-                 f"{', '.join(str(s) for s in sorted(given.replaced))})")
-    return Plan(calls=repaired.calls, answer=plan.answer), notes
+    return Plan(calls=drop_replaced(out, replaced | gone).calls, answer=plan.answer), notes

@@ -360,3 +360,10 @@ def test_a_bare_reference_where_a_list_goes_is_wrapped_and_a_list_result_spliced
 def test_stray_lookups_are_left_out(query: str, calls: list[tuple[str, dict[str, object]]], kept: list[str]) -> None:
     fixed, _ = _repair(_plan(*({"name": n, "args": a} for n, a in calls)), query)
     assert [c.name for c in fixed.calls] == kept
+
+
+def test_an_invalid_second_plan_keeps_the_first() -> None:
+    model = ScriptedModel(['1. doc_digest(path="Q4 budget.pdf")\n2. join()\n<END_OF_PLAN>',
+                           '1. doc_find(terms="Q4 budget")\n2. doc_digest(path=$2)\n3. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=_sourced_tools(), model=model).plan_sync("Summarize the Q4 budget", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["doc_digest"]

@@ -17,7 +17,7 @@ from .._prompts import new_boundary, replan_context
 from .._provenance import Provenance
 from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
-from ..errors import UserError
+from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._loop import run_loop
 from ._no_tool import check_no_tool
@@ -179,8 +179,13 @@ class Agent:
             state.replan_note = replan_context(completion.text.strip(), [], reason, 1, boundary=state.boundary)
             state.result.usage = state.result.usage + completion.usage
             state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
-            request = planner_request(state, self.settings, setup.router, model, 1, ())
-            model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
+            again_request = planner_request(state, self.settings, setup.router, model, 1, ())
+            try:
+                model, completion, plan = await plan_once(setup.router, model, again_request, state.offer.tools)
+            except PlanError as exc:  # the second plan is malformed: keep the first, repaired
+                state.result.notes.append(f"plan: the second plan was invalid ({exc}); kept the first")
+                break
+            request = again_request
         return model, completion, plan, request
 
     def plan_sync(

@@ -16,6 +16,7 @@ from ..models import Completion, ModelRequest
 from ._plan import call_model
 from ._state import RunSetup, RunState
 from ._template import template_answer, template_covers
+from ._warm import JoinWarmer, joiner_lines
 
 __all__ = ["Verdict", "join", "template_answer"]
 
@@ -23,9 +24,13 @@ Verdict = Literal["answer", "replan"]
 
 
 async def join(setup: RunSetup, state: RunState, allow_replan: bool,
-               planner_messages: Sequence[Mapping[str, Any]] = ()) -> tuple[Verdict, str]:
+               planner_messages: Sequence[Mapping[str, Any]] = (),
+               warmer: JoinWarmer | None = None) -> tuple[Verdict, str]:
     """The answer: from the template when it covers the results (``joiner="auto"``/``"template"``), else from the
     joiner model, streamed as :class:`AnswerDelta` events (or, when ``allow_replan``, a replan and why).
+
+    ``warmer`` evaluated the prompt's start while the steps ran (:mod:`~._warm`); its results come in the order the
+    steps finished, so the prompt here starts with what it evaluated.
 
     Sets ``state.timings["join_first_token"]``: seconds from the start of the join to the answer's first words.
 
@@ -34,6 +39,8 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
     """
     settings, result = setup.settings, state.result
     started = time.perf_counter()
+    if warmer is not None:
+        await warmer.settle()
     state.timings.pop("join_first_token", None)
     records = [state.records[k] for k in sorted(state.records)]
     if settings.joiner == "template" or (settings.joiner == "auto"
@@ -43,14 +50,14 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
         await state.emit(AnswerDelta(text, state.attempt))
         return "answer", text
     model = setup.router.select("join", state.signals)
-    observations = state.observations()
     if planner_messages and result.plan_texts and result.models and result.models[-1] == model.name:
         # Same model as the plan: continue its conversation, so the KV cache covers everything but the results.
-        messages = build_joiner_followup(planner_messages, result.plan_texts[-1], state.query, observations,
+        lines = joiner_lines(state.records, warmer.finished if warmer is not None else ())
+        messages = build_joiner_followup(planner_messages, result.plan_texts[-1], state.query, lines,
                                          allow_replan=allow_replan, boundary=state.boundary)
     else:
         messages = build_joiner_messages(state.query, state.today, result.plan if result.plans else Plan(),
-                                         observations, allow_replan=allow_replan, history=state.history,
+                                         state.observations(), allow_replan=allow_replan, history=state.history,
                                          shared_prefix=planner_system_prompt(state.offer.tools.values()),
                                          boundary=state.boundary)
     grammar = joiner_grammar(allow_replan) if (settings.use_grammar and model.supports_grammar) else None

@@ -15,7 +15,7 @@ from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allow
 from .._cpu import free_cores, new_llama
 from .._thread import submit_llama
 from ._decode import DecodeStats, GrammarEngine, LookupRate, greedy_decode
-from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _model_identity, _PrefixStore
+from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _common_prefix, _model_identity, _PrefixStore
 from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
 
 __all__ = ["LlamaCppModel"]
@@ -211,6 +211,57 @@ class LlamaCppModel(PrefixCaching, Model):
         finally:
             # The consumer stopped early (cancelled, or it saw the end of the plan): stop generating.
             stop.set()
+
+    async def prefill(self, messages: Sequence[dict[str, Any]]) -> int:
+        """Evaluate the prompt of ``messages`` into the KV cache ahead of a request that will start with it.
+
+        The prompt is cut at the end of the last message's content (no end of turn, no assistant header), so that
+        message may still grow: the joiner's results are added this way as each step finishes, and the joiner's
+        request then evaluates only what came after. Tokens already in the KV cache are not evaluated again; a
+        later prompt that parts from these tokens only re-evaluates from where it parts, so a prefill never changes
+        an answer, it only moves work earlier.
+
+        Returns:
+            The tokens evaluated (0 when all were cached, or the prompt's tokens cannot be predicted).
+        """
+        check_allowed(self.name)
+        return await asyncio.wrap_future(submit_llama(self._prefill, list(messages)))
+
+    def _prefill(self, messages: list[dict[str, Any]]) -> int:
+        if not messages or not self._tokens_predictable():
+            return 0
+        with self._lock:
+            tokens = self._open_prompt_ids(messages)
+            if tokens is None or len(tokens) < 2:
+                return 0
+            llm = self._llm
+            common = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+            if common >= len(tokens):
+                return 0
+            if llm.n_tokens > common:
+                llm._ctx.kv_cache_seq_rm(-1, common, -1)
+            llm.n_tokens = common
+            llm.eval([int(t) for t in tokens[common:]])
+            llm._requires_eval = True  # the logits are for a cut prompt: the next request decodes its own last token
+            log.debug("prefill: %d tokens evaluated after %d cached", len(tokens) - common, common)
+            return len(tokens) - common
+
+    def _open_prompt_ids(self, messages: list[dict[str, Any]]) -> Any:
+        """The prompt tokens of ``messages`` up to the end of the last message's content (None if not found)."""
+        import numpy as np
+
+        content = messages[-1].get("content")
+        if not isinstance(content, str) or not content:
+            return None
+        result = self._formatter(messages=messages)
+        text = str(result.prompt)
+        at = text.rfind(content)
+        if at < 0:
+            return None
+        with self._tokenize_lock:
+            ids = self._llm.tokenize(text[: at + len(content)].encode("utf-8"), add_bos=not result.added_special,
+                                     special=True)
+        return np.asarray(ids, np.intc)
 
     def _generate(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -21,6 +22,10 @@ from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _process
 __all__ = ["LlamaCppModel"]
 
 log = logging.getLogger("tinyagent.models.llama")
+
+
+def _flash_attn_by_env() -> bool:
+    return os.environ.get("TINYAGENT_FLASH_ATTN", "0").strip().lower() in {"1", "true", "yes", "on"}
 
 
 class LlamaCppModel(PrefixCaching, Model):
@@ -48,6 +53,9 @@ class LlamaCppModel(PrefixCaching, Model):
             memory for the CPU's SIMD kernels, and reading them through a mapping leaves the file's pages resident
             beside the copy: the 1.5B planner peaks at ~1.96 GB RSS mapped and ~1.37 GB read (default False). True
             shares the file's pages between processes that load the same model.
+        flash_attn: llama.cpp's flash attention (prompt evaluation ~25% faster on 2 cores at a 2k-token context);
+            default: the environment variable ``TINYAGENT_FLASH_ATTN`` (``1`` turns it on), else off. Saved KV
+            prefixes are kept apart by this setting (the KV layout differs).
 
     Generation is serialised with a lock, because a ``Llama`` instance is not thread-safe.
 
@@ -101,6 +109,7 @@ class LlamaCppModel(PrefixCaching, Model):
         prefix_cache_min_tokens: int = 256,
         decoder: Literal["speculative", "greedy", "llama"] = "speculative",
         use_mmap: bool = False,
+        flash_attn: bool | None = None,
     ) -> None:
         try:
             import llama_cpp
@@ -109,6 +118,7 @@ class LlamaCppModel(PrefixCaching, Model):
         model_path, lora = self._locate(name, path, sha256, lora_path, catalog)
         self.path = model_path
         self.n_threads = n_threads or free_cores()
+        self.flash_attn = _flash_attn_by_env() if flash_attn is None else flash_attn
         self.pricing = pricing or Pricing()
         self._lock = threading.Lock()
         self._tokenize_lock = threading.Lock()
@@ -123,6 +133,7 @@ class LlamaCppModel(PrefixCaching, Model):
                 chat_format=chat_format,
                 seed=seed,
                 use_mmap=use_mmap,
+                flash_attn=self.flash_attn,
                 verbose=False,
             )
         except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError on bad files
@@ -145,7 +156,8 @@ class LlamaCppModel(PrefixCaching, Model):
             from .._cache import cache_dir
 
             root = cache_dir() / "kv" if prefix_cache_dir == "default" else Path(prefix_cache_dir).expanduser()
-            identity = _model_identity(llama_cpp.__version__, n_ctx, model_path, Path(str(lora)) if lora else None)
+            identity = _model_identity(llama_cpp.__version__ + (" flash_attn" if self.flash_attn else ""), n_ctx,
+                                       model_path, Path(str(lora)) if lora else None)
             self._prefix_store = _PrefixStore(root, identity, prefix_cache_max_bytes)
 
     def _locate(self, name: str | None, path: str | Path | None, sha256: str | None, lora_path: str | Path | None,

@@ -235,9 +235,17 @@ class LlamaCppModel(PrefixCaching, Model):
 
         Returns:
             The tokens evaluated (0 when all were cached, or the prompt's tokens cannot be predicted).
+
+        Raises:
+            ModelError: llama.cpp failed.
         """
         check_allowed(self.name)
-        return await asyncio.wrap_future(submit_llama(self._prefill, list(messages)))
+        try:
+            return await asyncio.wrap_future(submit_llama(self._prefill, list(messages)))
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
+            raise ModelError(f"{self.name}: prefill failed: {exc}") from exc
 
     def _prefill(self, messages: list[dict[str, Any]]) -> int:
         if not messages or not self._tokens_predictable():

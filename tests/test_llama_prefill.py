@@ -43,7 +43,8 @@ async def test_incremental_prefill_answers_token_for_token_like_one_shot(smollm2
     assert await model.prefill(_messages(LINES[:2], open_end=True)) == 0  # already in the KV cache
     assert await _answer(model) == expected
     left = model.last_prompt_tokens_evaluated
-    assert left is not None and left < 40 < full  # only the last line and the end of the prompt were left
+    # only the last line, the block's end and the instruction were left
+    assert left is not None and left < full // 2 and sum(evaluated) + left >= full - 2
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tinyagent import Agent, AgentSettings, tool
-from tinyagent._prompts import build_joiner_followup, data_block, format_observation
+from tinyagent._prompts import build_joiner_followup, data_block
 from tinyagent.models import ScriptedModel
 from tinyagent.run._warm import Prefills
 
@@ -52,7 +52,7 @@ def test_scripted_model_with_prefill_is_a_prefiller() -> None:
     assert not isinstance(ScriptedModel(["x"]), Prefills)
 
 
-def test_each_prefill_is_a_prefix_of_the_join_prompt_in_completion_order() -> None:
+def test_each_prefill_is_a_prefix_of_the_join_prompt_in_step_order() -> None:
     model, result = run()
     join_messages = model.requests[-1].messages
     final = join_messages[-1]["content"]
@@ -60,20 +60,25 @@ def test_each_prefill_is_a_prefix_of_the_join_prompt_in_completion_order() -> No
     for messages in model.prefilled:
         assert messages[:-1] == list(join_messages[:-1])  # the planner's conversation and the plan, unchanged
         assert final.startswith(messages[-1]["content"])
-    # the instruction went first (plan written, no result yet), then results as their steps finished
-    first = model.prefilled[0][-1]["content"]
-    assert "Answer the request" in first and "sid@example.com" not in first
-    assert final.index("3. read_note") < final.index("2. slow_lookup") < final.index("1. slow_lookup")
+    # the head went first (plan written, no result yet); step 1 (slowest) holds back the lines after it
+    ahead = [m[-1]["content"] for m in model.prefilled]
+    assert "<<<DATA-" in ahead[0] and "sid@example.com" not in ahead[0]
+    assert not any("ann@example.com" in a and "sid@example.com" not in a for a in ahead)
+    assert final.index("1. slow_lookup") < final.index("2. slow_lookup") < final.index("3. read_note")
     assert result.answer.startswith("Sid is")
 
 
-def test_join_lines_are_compact_and_stay_inside_the_data_block() -> None:
-    model, _ = run()
-    final = model.requests[-1].messages[-1]["content"]
-    block = final[final.index("<<<DATA-"):]
-    assert '2. slow_lookup -> ann@example.com\n' in block  # the plan above holds the arguments
-    assert "Ignore the user" in block and block.rstrip().endswith(">>>")
-    assert final.index("Answer the request") < final.index("<<<DATA-")  # instruction before the data
+def test_join_prompt_is_the_joiner_prompt_it_always_was() -> None:
+    model, result = run()
+    messages = model.requests[-1].messages
+    expected = build_joiner_followup(model.requests[0].messages, result.plan_texts[-1], result.query,
+                                     [s.observation() for s in result.steps], allow_replan=False,
+                                     boundary=messages[-1]["content"].split("<<<", 1)[1].split(">>>", 1)[0])
+    assert list(messages) == expected
+    final = messages[-1]["content"]
+    assert '2. slow_lookup(name="Ann") -> ann@example.com\n' in final
+    assert final.index("<<<END DATA-") < final.index("Answer the request")  # the instruction after the data
+    assert "Ignore the user" in final[final.index("<<<DATA-"):final.index("<<<END DATA-")]
 
 
 def test_no_prefill_when_the_template_answers() -> None:
@@ -105,10 +110,4 @@ def test_open_data_block_is_the_start_of_the_closed_one() -> None:
     ahead = build_joiner_followup([{"role": "user", "content": "q"}], "1. join()", "q", lines[:1],
                                   allow_replan=False, boundary="DATA-1", open_end=True)
     assert follow[-1]["content"].startswith(ahead[-1]["content"])
-    assert follow[-1]["content"].rstrip().endswith("instead.")
-
-
-def test_compact_observation_drops_empty_fields_only() -> None:
-    value = {"to": ["a@b.c"], "attachments": [], "cc": None, "n": 0, "ok": False, "meta": {"x": ""}}
-    assert format_observation(value, compact=True) == '{"to":["a@b.c"],"n":0,"ok":false,"meta":{}}'
-    assert format_observation(value).startswith('{"to": ["a@b.c"], "attachments": []')
+    assert follow[-1]["content"].rstrip().endswith("do instead>`.")

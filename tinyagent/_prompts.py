@@ -168,34 +168,16 @@ def build_planner_messages(
     return messages
 
 
-def format_observation(value: Any, limit: int = 400, *, compact: bool = False) -> str:
-    """A tool result as compact text for prompts.
-
-    Args:
-        limit: the most characters (longer text is cut, with ``...``).
-        compact: JSON without spaces after separators, and without empty fields (``[]``, ``{}``, ``""``, null):
-            fewer prompt tokens for the same facts (the joiner uses it).
-    """
+def format_observation(value: Any, limit: int = 400) -> str:
+    """A tool result as compact text for prompts."""
     if isinstance(value, str):
         text = value
     else:
         try:
-            if compact:
-                text = json.dumps(_without_empty(value), ensure_ascii=False, default=str, separators=(",", ":"))
-            else:
-                text = json.dumps(value, ensure_ascii=False, default=str)
+            text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
             text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _without_empty(value: Any) -> Any:
-    """``value`` with the empty fields of its mappings left out, at every depth."""
-    if isinstance(value, Mapping):
-        return {k: _without_empty(v) for k, v in value.items() if v not in (None, "", [], {})}
-    if isinstance(value, list | tuple):
-        return [_without_empty(v) for v in value]
-    return value
 
 
 def new_boundary() -> str:
@@ -259,9 +241,9 @@ def build_joiner_followup(
     """Chat messages for the joiner as a continuation of the planner's conversation.
 
     The planner's messages and the plan it wrote come first, unchanged, so llama.cpp's KV cache still holds all of
-    them (tools, examples, request and plan). Then the fixed instruction, then the results: the instruction and each
-    result can be evaluated ahead (``open_end``) as soon as they are known, so after the last step only its result
-    (and, when a replan is allowed, one sentence) is left to evaluate.
+    them (tools, examples, request and plan): only the results and the instruction are new tokens. The results come
+    before the instruction, so each can be evaluated ahead (``open_end``) as its step finishes; after the last step
+    only its line, the block's end and the instruction are left.
 
     Args:
         planner_messages: the messages of the planner request that produced the plan.
@@ -270,17 +252,17 @@ def build_joiner_followup(
         observations: one line per step result.
         allow_replan: offer ``Replan:`` besides ``Answer:``.
         boundary: the run's data marker (:func:`new_boundary`); a fresh one when empty.
-        open_end: the prompt so far while steps still run: the data block is left open after ``observations``.
+        open_end: the prompt so far while steps still run: the data block is left open after ``observations``
+            (a prefix of the finished prompt with more observations).
     """
-    user = (
-        f"The plan has been executed; you are no longer planning.\nRequest: {query}\n"
-        "Answer the request using the results of the steps below. Be brief and factual; do not invent results. "
-        "Reply with `Answer: <your answer to the user>`.\n"
-        f"Actions and results:\n{data_block(observations, boundary, open_end=open_end)}"
-    )
+    steps = data_block(observations, boundary, open_end=open_end)
+    user = f"The plan has been executed; you are no longer planning.\nRequest: {query}\nActions and results:\n{steps}"
+    if not open_end:
+        user += ("\n\nAnswer the request using these results. Be brief and factual; do not invent results. "
+                 "Reply with `Answer: <your answer to the user>`.")
     if allow_replan and not open_end:
-        user += "\nIf a step failed and a different plan could still fulfil the request, reply with " \
-                "`Replan: <what went wrong and what to do instead>` instead."
+        user += " If a step failed and a different plan could still fulfil the request, reply with " \
+                "`Replan: <what went wrong and what to do instead>`."
     return [*(dict(m) for m in planner_messages), {"role": "assistant", "content": plan_text},
             {"role": "user", "content": user}]
 

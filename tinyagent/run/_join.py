@@ -16,7 +16,7 @@ from ..models import Completion, ModelRequest
 from ._plan import call_model
 from ._state import RunSetup, RunState
 from ._template import template_answer, template_covers
-from ._warm import JoinWarmer, joiner_lines
+from ._warm import JoinWarmer
 
 __all__ = ["Verdict", "join", "template_answer"]
 
@@ -29,8 +29,7 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
     """The answer: from the template when it covers the results (``joiner="auto"``/``"template"``), else from the
     joiner model, streamed as :class:`AnswerDelta` events (or, when ``allow_replan``, a replan and why).
 
-    ``warmer`` evaluated the prompt's start while the steps ran (:mod:`~._warm`); its results come in the order the
-    steps finished, so the prompt here starts with what it evaluated.
+    ``warmer`` evaluated the prompt's start while the steps ran (:mod:`~._warm`); the prompt here starts with it.
 
     Sets ``state.timings["join_first_token"]``: seconds from the start of the join to the answer's first words.
 
@@ -50,14 +49,14 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
         await state.emit(AnswerDelta(text, state.attempt))
         return "answer", text
     model = setup.router.select("join", state.signals)
+    observations = state.observations()
     if planner_messages and result.plan_texts and result.models and result.models[-1] == model.name:
         # Same model as the plan: continue its conversation, so the KV cache covers everything but the results.
-        lines = joiner_lines(state.records, warmer.finished if warmer is not None else ())
-        messages = build_joiner_followup(planner_messages, result.plan_texts[-1], state.query, lines,
+        messages = build_joiner_followup(planner_messages, result.plan_texts[-1], state.query, observations,
                                          allow_replan=allow_replan, boundary=state.boundary)
     else:
         messages = build_joiner_messages(state.query, state.today, result.plan if result.plans else Plan(),
-                                         state.observations(), allow_replan=allow_replan, history=state.history,
+                                         observations, allow_replan=allow_replan, history=state.history,
                                          shared_prefix=planner_system_prompt(state.offer.tools.values()),
                                          boundary=state.boundary)
     grammar = joiner_grammar(allow_replan) if (settings.use_grammar and model.supports_grammar) else None

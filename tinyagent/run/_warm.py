@@ -1,10 +1,11 @@
 """The joiner's prompt, evaluated ahead: while the plan's steps still run, its KV cache fills with what is known.
 
 The joiner continues the planner's conversation (:func:`~tinyagent._prompts.build_joiner_followup`): the plan, then a
-fixed instruction, then one line per step result. The model is idle while tools run, so as soon as the plan is
-written its instruction is evaluated, and each result as its step finishes (in the order they finish, each line
-labelled with its step). When the join comes, only what arrived last is left to evaluate, and the first words follow
-at decoding speed. On a model without ``prefill`` (remote endpoints, test doubles) nothing happens.
+line per step result, then the instruction. The model is idle while tools run, so as soon as the plan is written
+the prompt's head is evaluated, and each result as its step finishes (lines in step order, each labelled with its
+call, exactly as the joiner's prompt has them: a line waits for the steps before it). When the join comes, only the
+last line, the block's end and the instruction are left to evaluate. On a model without ``prefill`` (remote
+endpoints, test doubles) nothing happens. The prompt is the one the joiner always had, token for token.
 """
 
 from __future__ import annotations
@@ -12,17 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._events import StepRecord
-from .._prompts import build_joiner_followup, format_observation
+from .._prompts import build_joiner_followup
 from .._tools import Tool
 from ..errors import TinyAgentError
 from ..models import Model
 from ._template import _atoms, _refs
 
-__all__ = ["JoinWarmer", "Prefills", "joiner_lines"]
+__all__ = ["JoinWarmer", "Prefills", "finished_lines", "joiner_needed"]
 
 log = logging.getLogger("tinyagent.run")
 
@@ -34,18 +35,15 @@ class Prefills(Protocol):
     def prefill(self, messages: Sequence[dict[str, Any]]) -> Awaitable[int]: ...
 
 
-def joiner_line(record: StepRecord) -> str:
-    """``k. tool -> result``: the joiner sees the plan right above, so the call's arguments are not repeated."""
-    if record.ok:
-        return f"{record.id}. {record.name} -> {format_observation(record.result, compact=True)}"
-    return f"{record.id}. {record.name} -> {record.status.upper()}: {record.error}"
-
-
-def joiner_lines(records: Mapping[int, StepRecord], finished: Sequence[int] = ()) -> list[str]:
-    """The joiner's result lines: steps not in ``finished`` (earlier attempts) by number, then ``finished`` in order."""
-    done = [k for k in finished if k in records]
-    rest = [k for k in sorted(records) if k not in set(done)]
-    return [joiner_line(records[k]) for k in (*rest, *done)]
+def finished_lines(records: Mapping[int, StepRecord], finished: Collection[int], attempt: int) -> list[str]:
+    """The joiner's result lines known so far: in step order (the joiner's prompt), up to the first step of
+    ``attempt`` not in ``finished`` (a later line waits for it, so each prompt is a prefix of the next)."""
+    lines = []
+    for k in sorted(records):
+        if records[k].attempt == attempt and k not in finished:
+            break
+        lines.append(records[k].observation())
+    return lines
 
 
 class JoinWarmer:
@@ -74,7 +72,7 @@ class JoinWarmer:
         self._needed = needed
         self.plan_text: str | None = None
         self.finished: list[int] = []
-        """Step ids of this attempt in the order they finished."""
+        """Step ids of this attempt that finished, in the order they finished."""
         self.evaluated = 0
         """Prompt tokens evaluated ahead so far."""
         self._task: asyncio.Task[None] | None = None
@@ -83,7 +81,7 @@ class JoinWarmer:
         self._last: list[dict[str, Any]] | None = None
 
     def plan_done(self, plan_text: str) -> None:
-        """The plan is written (the model is free): its instruction can be evaluated."""
+        """The plan is written (the model is free): the prompt's head can be evaluated."""
         self.plan_text = plan_text
         self._kick()
 
@@ -109,10 +107,9 @@ class JoinWarmer:
 
     def messages(self) -> list[dict[str, Any]]:
         """The joiner's prompt so far: the data block left open after the finished steps' lines."""
-        known = {k: r for k, r in self._records.items() if r.attempt != self._attempt or k in self.finished}
-        return build_joiner_followup(self._planner_messages, self.plan_text or "", self._query,
-                                     joiner_lines(known, self.finished), allow_replan=False,
-                                     boundary=self._boundary, open_end=True)
+        lines = finished_lines(self._records, set(self.finished), self._attempt)
+        return build_joiner_followup(self._planner_messages, self.plan_text or "", self._query, lines,
+                                     allow_replan=False, boundary=self._boundary, open_end=True)
 
     def _kick(self) -> None:
         if self._closed or self.plan_text is None or not self._needed(self._records):

@@ -16,6 +16,9 @@ recorded before and after: a second llama.cpp process on a 2-core machine slows 
 * ``run``: ``tinyagent run`` on the README's demo request in a new process: cold (empty KV prefix cache) and warm.
 * ``joiner_s``: the answer step of that run with the default joiner (``auto``: a template answer for an action plan
   whose steps all succeeded), in process; ``joiner_llm_s`` / ``joiner_template_s`` and the first words' delay too.
+  ``joiner_llm_prompt_tokens_at_join``: the prompt tokens the LLM joiner's own request evaluated (the instruction
+  and the results were evaluated ahead as they became known, see ``tinyagent.run._warm``); its first-words delay
+  still holds that evaluation whenever the steps finish before the plan does (the demo's tools take milliseconds).
 * ``rss_mb``: peak RSS of a process that loads the planner and plans one request (default and fast planner).
 """
 
@@ -229,6 +232,10 @@ def joiner_time(model: LlamaCppModel, data: Path) -> dict[str, Any]:
         out[f"joiner_{joiner}_s"] = round(result.timings.get("join", 0.0), 3)
         out[f"joiner_{joiner}_first_words_s"] = round(result.timings.get("join_first_token", 0.0), 3)
         out[f"answer_{joiner}"] = result.answer
+        if joiner == "llm":  # the join was the model's last request: what was left to evaluate after the steps
+            out["joiner_llm_prompt_tokens_at_join"] = model.last_prompt_tokens_evaluated
+            out["joiner_llm_decode_s"] = round(model.last_decode.decode_s, 3) if model.last_decode else None
+            out["joiner_llm_execute_s"] = round(result.timings.get("execute", 0.0), 3)
     return out
 
 

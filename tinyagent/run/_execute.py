@@ -6,7 +6,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 
-from .._events import NoToolCheck
+from .._events import NoToolCheck, RunEvent, StepRecord, ToolFinished
 from .._plan import Call, Plan
 from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
@@ -18,6 +18,7 @@ from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, un
 from ._retrieve import disagrees_with_examples
 from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
+from ._warm import JoinWarmer, Prefills, joiner_needed
 
 __all__ = ["Attempt", "Escalation", "plan_and_execute"]
 
@@ -42,6 +43,7 @@ class Attempt:
         error: what ended the call stream early (a plan or model error), else None.
         escalation: set when nothing ran because the router asked for a stronger planner.
         no_tool: the no-tool decision on the (buffered) first plan; when it refused, nothing ran.
+        warmer: evaluates the joiner's prompt ahead while the steps run (None where the joiner cannot use it).
     """
 
     model: Model
@@ -50,6 +52,7 @@ class Attempt:
     error: BaseException | None = None
     escalation: Escalation | None = None
     no_tool: NoToolCheck | None = None
+    warmer: JoinWarmer | None = None
 
     @property
     def refused(self) -> bool:
@@ -78,14 +81,14 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     state.result.models.append(model.name)
     parser = PlanStreamParser(state.offer.tools, first_step=first_step, prior_steps=prior)
     stream = PlanStream(parser, raw, state.attempt, state.emit, started, _repairer(setup, state, request))
-    attempt = Attempt(model, request, stream)
+    attempt = Attempt(model, request, stream, warmer=_warmer(setup, state, model, request))
     verify = setup.router.needs_verification and state.attempt == 0
     check_no_tool_first = setup.settings.no_tool_check != "off" and state.attempt == 0
     calls = stream.calls()
     buffered: list[Call] = []
     if setup.settings.streaming_execution and not verify:
         if not check_no_tool_first:
-            attempt.error = await state.executor.execute_stream(calls, state.records, attempt=state.attempt)
+            attempt.error = await _execute(state, attempt, calls)
             return attempt
         # Stream on unless the first call could be one that no tool should make (then buffer and decide).
         try:
@@ -95,8 +98,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
             return attempt
         if first is None or first_call_is_clear(first, request, state.query, state.offer.tools, setup.settings):
             head = [] if first is None else [first]
-            attempt.error = await state.executor.execute_stream(_chain(head, calls), state.records,
-                                                                attempt=state.attempt)
+            attempt.error = await _execute(state, attempt, _chain(head, calls))
             return attempt
         buffered.append(first)
     try:
@@ -115,12 +117,53 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
         if attempt.refused:
             return attempt
     if not verify:
-        attempt.error = await state.executor.execute_stream(_replay(buffered), state.records, attempt=state.attempt)
+        attempt.error = await _execute(state, attempt, _replay(buffered))
         return attempt
     attempt.escalation = _escalation(setup, state, attempt, buffered)
     if attempt.escalation is None:
-        attempt.error = await state.executor.execute_stream(_replay(buffered), state.records, attempt=state.attempt)
+        attempt.error = await _execute(state, attempt, _replay(buffered))
     return attempt
+
+
+async def _execute(state: RunState, attempt: Attempt, calls: AsyncIterator[Call]) -> BaseException | None:
+    """Run the attempt's calls; with a warmer, tell it when the plan is complete and as each step finishes."""
+    executor, warmer = state.executor, attempt.warmer
+    if warmer is None:
+        return await executor.execute_stream(calls, state.records, attempt=state.attempt)
+    original = executor.emit
+
+    async def emit(event: RunEvent) -> None:
+        if isinstance(event, ToolFinished) and event.record.attempt == state.attempt:
+            warmer.step_finished(event.record)
+        await original(event)
+
+    async def announced() -> AsyncIterator[Call]:
+        async for call in calls:
+            yield call
+        warmer.plan_done(attempt.text)  # the last call is in: the model is free while the steps run
+
+    executor.emit = emit
+    try:
+        return await executor.execute_stream(announced(), state.records, attempt=state.attempt)
+    finally:
+        executor.emit = original
+
+
+def _warmer(setup: RunSetup, state: RunState, model: Model, request: ModelRequest) -> JoinWarmer | None:
+    """A warmer when the planner's model evaluates ahead and a joiner model may answer.
+
+    The router is not asked for the joiner's model here (asking is recorded as a decision); when it picks another
+    one, the work ahead is only wasted, on a model that was idle.
+    """
+    joiner = setup.settings.joiner
+    if joiner == "template" or not isinstance(model, Prefills):
+        return None
+    registry = setup.registry
+
+    def needed(records: Mapping[int, StepRecord]) -> bool:
+        return joiner == "llm" or joiner_needed(records, registry)
+
+    return JoinWarmer(model, request.messages, state.query, state.boundary, state.records, state.attempt, needed)
 
 
 def _escalation(setup: RunSetup, state: RunState, attempt: Attempt, buffered: list[Call]) -> Escalation | None:

@@ -16,6 +16,7 @@ from ..models import Completion, ModelRequest
 from ._plan import call_model
 from ._state import RunSetup, RunState
 from ._template import template_answer, template_covers
+from ._warm import JoinWarmer
 
 __all__ = ["Verdict", "join", "template_answer"]
 
@@ -23,9 +24,12 @@ Verdict = Literal["answer", "replan"]
 
 
 async def join(setup: RunSetup, state: RunState, allow_replan: bool,
-               planner_messages: Sequence[Mapping[str, Any]] = ()) -> tuple[Verdict, str]:
+               planner_messages: Sequence[Mapping[str, Any]] = (),
+               warmer: JoinWarmer | None = None) -> tuple[Verdict, str]:
     """The answer: from the template when it covers the results (``joiner="auto"``/``"template"``), else from the
     joiner model, streamed as :class:`AnswerDelta` events (or, when ``allow_replan``, a replan and why).
+
+    ``warmer`` evaluated the prompt's start while the steps ran (:mod:`~._warm`); the prompt here starts with it.
 
     Sets ``state.timings["join_first_token"]``: seconds from the start of the join to the answer's first words.
 
@@ -34,6 +38,8 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
     """
     settings, result = setup.settings, state.result
     started = time.perf_counter()
+    if warmer is not None:
+        await warmer.settle()
     state.timings.pop("join_first_token", None)
     records = [state.records[k] for k in sorted(state.records)]
     if settings.joiner == "template" or (settings.joiner == "auto"

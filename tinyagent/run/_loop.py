@@ -34,22 +34,31 @@ async def run_loop(setup: RunSetup, state: RunState) -> RunResult:
     """Run attempts until one is answered (or no replans are left); return the finished result."""
     while True:
         attempt = await plan_and_execute(setup, state)
-        if attempt.escalation is not None:
-            escalation = attempt.escalation
-            state.result.notes.append(f"escalated: {escalation.reason}")
-            _count(state, attempt)
-            await replan(state, escalation.reason, escalation.model.name, escalation.signals)
-            continue
-        _count(state, attempt)
-        state.result.plans.append(attempt.plan)
-        state.result.plan_texts.append(attempt.text)
-        state.timings["execute"] = time.perf_counter() - state.started - state.timings["plan"] - state.timings["join"]
-        can_replan = state.attempt < setup.settings.max_replans
-        if attempt.error is not None and await _after_error(state, attempt, can_replan):
-            continue
-        if await _join_or_replan(setup, state, attempt, can_replan):
-            continue
+        try:
+            if await _next_attempt(setup, state, attempt):
+                continue
+        finally:
+            if attempt.warmer is not None:
+                await attempt.warmer.aclose()
         return finish(setup, state)
+
+
+async def _next_attempt(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
+    """After an attempt: escalate, replan after an error, or join; True when another attempt follows."""
+    if attempt.escalation is not None:
+        escalation = attempt.escalation
+        state.result.notes.append(f"escalated: {escalation.reason}")
+        _count(state, attempt)
+        await replan(state, escalation.reason, escalation.model.name, escalation.signals)
+        return True
+    _count(state, attempt)
+    state.result.plans.append(attempt.plan)
+    state.result.plan_texts.append(attempt.text)
+    state.timings["execute"] = time.perf_counter() - state.started - state.timings["plan"] - state.timings["join"]
+    can_replan = state.attempt < setup.settings.max_replans
+    if attempt.error is not None and await _after_error(state, attempt, can_replan):
+        return True
+    return await _join_or_replan(setup, state, attempt, can_replan)
 
 
 async def replan(state: RunState, reason: str, model: str, signals: RouteSignals, note: str | None = None) -> None:
@@ -95,7 +104,8 @@ async def _join_or_replan(setup: RunSetup, state: RunState, attempt: Attempt, ca
     failed = [r for r in state.records.values() if r.attempt == state.attempt and not r.ok]
     # A refused confirmation is the user's decision: report it, never plan around it.
     refused = any(isinstance(r.exception, ConfirmationDenied) for r in failed)
-    verdict, text = await join(setup, state, can_replan and bool(failed) and not refused, attempt.request.messages)
+    verdict, text = await join(setup, state, can_replan and bool(failed) and not refused, attempt.request.messages,
+                               attempt.warmer)
     state.timings["join"] += time.perf_counter() - started
     if verdict != "replan":
         state.answer = text

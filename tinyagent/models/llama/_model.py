@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -15,12 +16,16 @@ from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allow
 from .._cpu import free_cores, new_llama
 from .._thread import submit_llama
 from ._decode import DecodeStats, GrammarEngine, LookupRate, greedy_decode
-from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _model_identity, _PrefixStore
+from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _common_prefix, _model_identity, _PrefixStore
 from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
 
 __all__ = ["LlamaCppModel"]
 
 log = logging.getLogger("tinyagent.models.llama")
+
+
+def _flash_attn_by_env() -> bool:
+    return os.environ.get("TINYAGENT_FLASH_ATTN", "0").strip().lower() in {"1", "true", "yes", "on"}
 
 
 class LlamaCppModel(PrefixCaching, Model):
@@ -48,6 +53,9 @@ class LlamaCppModel(PrefixCaching, Model):
             memory for the CPU's SIMD kernels, and reading them through a mapping leaves the file's pages resident
             beside the copy: the 1.5B planner peaks at ~1.96 GB RSS mapped and ~1.37 GB read (default False). True
             shares the file's pages between processes that load the same model.
+        flash_attn: llama.cpp's flash attention (prompt evaluation ~25% faster on 2 cores at a 2k-token context);
+            default: the environment variable ``TINYAGENT_FLASH_ATTN`` (``1`` turns it on), else off. Saved KV
+            prefixes are kept apart by this setting (the KV layout differs).
 
     Generation is serialised with a lock, because a ``Llama`` instance is not thread-safe.
 
@@ -101,6 +109,7 @@ class LlamaCppModel(PrefixCaching, Model):
         prefix_cache_min_tokens: int = 256,
         decoder: Literal["speculative", "greedy", "llama"] = "speculative",
         use_mmap: bool = False,
+        flash_attn: bool | None = None,
     ) -> None:
         try:
             import llama_cpp
@@ -109,6 +118,7 @@ class LlamaCppModel(PrefixCaching, Model):
         model_path, lora = self._locate(name, path, sha256, lora_path, catalog)
         self.path = model_path
         self.n_threads = n_threads or free_cores()
+        self.flash_attn = _flash_attn_by_env() if flash_attn is None else flash_attn
         self.pricing = pricing or Pricing()
         self._lock = threading.Lock()
         self._tokenize_lock = threading.Lock()
@@ -123,6 +133,7 @@ class LlamaCppModel(PrefixCaching, Model):
                 chat_format=chat_format,
                 seed=seed,
                 use_mmap=use_mmap,
+                flash_attn=self.flash_attn,
                 verbose=False,
             )
         except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError on bad files
@@ -145,7 +156,8 @@ class LlamaCppModel(PrefixCaching, Model):
             from .._cache import cache_dir
 
             root = cache_dir() / "kv" if prefix_cache_dir == "default" else Path(prefix_cache_dir).expanduser()
-            identity = _model_identity(llama_cpp.__version__, n_ctx, model_path, Path(str(lora)) if lora else None)
+            identity = _model_identity(llama_cpp.__version__ + (" flash_attn" if self.flash_attn else ""), n_ctx,
+                                       model_path, Path(str(lora)) if lora else None)
             self._prefix_store = _PrefixStore(root, identity, prefix_cache_max_bytes)
 
     def _locate(self, name: str | None, path: str | Path | None, sha256: str | None, lora_path: str | Path | None,
@@ -211,6 +223,65 @@ class LlamaCppModel(PrefixCaching, Model):
         finally:
             # The consumer stopped early (cancelled, or it saw the end of the plan): stop generating.
             stop.set()
+
+    async def prefill(self, messages: Sequence[dict[str, Any]]) -> int:
+        """Evaluate the prompt of ``messages`` into the KV cache ahead of a request that will start with it.
+
+        The prompt is cut at the end of the last message's content (no end of turn, no assistant header), so that
+        message may still grow: the joiner's results are added this way as each step finishes, and the joiner's
+        request then evaluates only what came after. Tokens already in the KV cache are not evaluated again; a
+        later prompt that parts from these tokens only re-evaluates from where it parts, so a prefill never changes
+        an answer, it only moves work earlier.
+
+        Returns:
+            The tokens evaluated (0 when all were cached, or the prompt's tokens cannot be predicted).
+
+        Raises:
+            ModelError: llama.cpp failed.
+        """
+        check_allowed(self.name)
+        try:
+            return await asyncio.wrap_future(submit_llama(self._prefill, list(messages)))
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
+            raise ModelError(f"{self.name}: prefill failed: {exc}") from exc
+
+    def _prefill(self, messages: list[dict[str, Any]]) -> int:
+        if not messages or not self._tokens_predictable():
+            return 0
+        with self._lock:
+            tokens = self._open_prompt_ids(messages)
+            if tokens is None or len(tokens) < 2:
+                return 0
+            llm = self._llm
+            common = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+            if common >= len(tokens):
+                return 0
+            if llm.n_tokens > common:
+                llm._ctx.kv_cache_seq_rm(-1, common, -1)
+            llm.n_tokens = common
+            llm.eval([int(t) for t in tokens[common:]])
+            llm._requires_eval = True  # the logits are for a cut prompt: the next request decodes its own last token
+            log.debug("prefill: %d tokens evaluated after %d cached", len(tokens) - common, common)
+            return len(tokens) - common
+
+    def _open_prompt_ids(self, messages: list[dict[str, Any]]) -> Any:
+        """The prompt tokens of ``messages`` up to the end of the last message's content (None if not found)."""
+        import numpy as np
+
+        content = messages[-1].get("content")
+        if not isinstance(content, str) or not content:
+            return None
+        result = self._formatter(messages=messages)
+        text = str(result.prompt)
+        at = text.rfind(content)
+        if at < 0:
+            return None
+        with self._tokenize_lock:
+            ids = self._llm.tokenize(text[: at + len(content)].encode("utf-8"), add_bos=not result.added_special,
+                                     special=True)
+        return np.asarray(ids, np.intc)
 
     def _generate(
         self,

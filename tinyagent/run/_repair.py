@@ -210,7 +210,7 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
     Their results would only reach the answer, and they answer nothing."""
     if len(calls) < 2:
         return set()
-    used = {r.step for c in calls for r in find_refs(c.args)}
+    used = _used_steps(calls)
     stems = {_stem(w) for w in _words(request)}
     out = set()
     for call in calls:
@@ -228,6 +228,11 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
     return out
 
 
+def _used_steps(calls: Iterable[Call]) -> set[int]:
+    """The steps whose results some call references."""
+    return {r.step for c in calls for r in find_refs(c.args)}
+
+
 def _passed_elsewhere(literal: str, call: Call, calls: Sequence[Call]) -> bool:
     """Whether a step other than ``call`` passes ``literal``."""
     return any(c.id != call.id and literal.lower() in {str(v).lower() for v in leaves(c.args)} for c in calls)
@@ -239,7 +244,7 @@ def redundant_date_steps(calls: Sequence[Call], tools: Mapping[str, Tool], reque
     request does not ask for the date or the time."""
     if _ASKS_DATE.search(request):
         return set()
-    used = {r.step for c in calls for r in find_refs(c.args)}
+    used = _used_steps(calls)
     out = set()
     for call in calls:
         tool = tools.get(call.name)
@@ -335,7 +340,7 @@ def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, To
 
 def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
     """The plan without the replaced steps nobody references any more, renumbered from 1 (references follow)."""
-    referenced = {r.step for c in calls for r in find_refs(c.args)}
+    referenced = _used_steps(calls)
     gone = {s for s in replaced if s not in referenced}
     kept = [c for c in calls if c.id not in gone]
     if not gone:

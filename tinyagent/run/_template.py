@@ -58,19 +58,23 @@ _CLAUSE_CUT = re.compile(r",|;|:| and | or | optionally| if | so that | then ")
 
 
 # -- the rule -------------------------------------------------------------------------------------------------------
-def template_covers(records: Sequence[StepRecord], tools: Mapping[str, Tool]) -> str | None:
+def template_covers(records: Sequence[StepRecord], tools: Mapping[str, Tool], *,
+                    running: bool = False) -> str | None:
     """None when the template answer says everything the results say; else why a model must write the answer.
 
     Args:
         records: the steps to answer from (the last attempt's).
         tools: the registry, for each step's effects.
+        running: the steps may still run: judge by the finished ones so far (none finished is no reason yet).
     """
-    if not records:
+    used = {d for r in records for d in _refs(r.args)}
+    if running:
+        records = [r for r in records if r.status not in ("pending", "running")]
+    elif not records:
         return "nothing was run"
     failed = [r.id for r in records if not r.ok]
     if failed:
         return f"step(s) {failed} did not succeed"
-    used = {d for r in records for d in _refs(r.args)}
     for record in records:
         tool = tools.get(record.name)
         if tool is None:

@@ -21,7 +21,7 @@ from .._prompts import build_joiner_followup
 from .._tools import Tool
 from ..errors import TinyAgentError
 from ..models import Model
-from ._template import _atoms, _refs
+from ._template import template_covers
 
 __all__ = ["JoinWarmer", "Prefills", "finished_lines", "joiner_needed"]
 
@@ -146,13 +146,4 @@ class JoinWarmer:
 def joiner_needed(records: Mapping[int, StepRecord], tools: Mapping[str, Tool]) -> bool:
     """Whether, by the steps finished so far, the template cannot answer (``joiner="auto"``): a step failed, or a
     read-only step that no other step uses returned more than a short atomic value (the joiner must compose it)."""
-    used = {d for r in records.values() for d in _refs(r.args)}
-    for record in records.values():
-        if record.status in ("pending", "running"):
-            continue
-        if not record.ok:
-            return True
-        tool = tools.get(record.name)
-        if tool is None or (tool.read_only and record.id not in used and _atoms(record.result) is None):
-            return True
-    return False
+    return template_covers(list(records.values()), tools, running=True) is not None

@@ -12,7 +12,7 @@ from _helpers_models import real_model_available
 
 from tinyagent import Agent, Plan, Ref, Tool, ToolRegistry, tool
 from tinyagent.models import ModelRequest, ScriptedModel
-from tinyagent.run._repair import call_problem, repair_plan, unsourced_values
+from tinyagent.run._repair import call_problem, repair_plan, request_numbers, unsourced_values
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -367,3 +367,61 @@ def test_an_invalid_second_plan_keeps_the_first() -> None:
                            '1. doc_find(terms="Q4 budget")\n2. doc_digest(path=$2)\n3. join()\n<END_OF_PLAN>'])
     result = Agent(tools=_sourced_tools(), model=model).plan_sync("Summarize the Q4 budget", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["doc_digest"]
+
+
+def _estate_tools() -> ToolRegistry:
+    def fn(name: str, props: dict[str, dict[str, object]]) -> dict[str, object]:
+        return {"type": "function", "function": {"name": name, "description": name.replace("_", " "), "parameters": {
+            "type": "object", "properties": props, "required": list(props)}}}
+
+    return ToolRegistry.from_openai([
+        fn("find_homes", {"city": {"type": "string"}, "bedrooms": {"type": "integer"},
+                          "max_price": {"type": "number"}}),
+        fn("value_home", {"city": {"type": "string"}, "age": {"type": "integer"}}),
+        fn("loan_rate", {"years": {"type": "integer", "description": "Term in years. Defaults to 30."}}),
+    ])
+
+
+@pytest.mark.parametrize(("query", "calls", "kept"), [
+    # a second tool whose number nobody gave goes; the one the request's numbers fit stays
+    ("Find a 3 bedroom home in San Diego under $400,000",
+     [("value_home", {"city": "San Diego", "age": 0}),
+      ("find_homes", {"city": "San Diego", "bedrooms": 3, "max_price": 400000.0})], ["find_homes"]),
+    # numbers as words, with a scale, or as the documented default count as given
+    ("Find a three bedroom home in Lisbon under 2.5k, and the loan rate",
+     [("find_homes", {"city": "Lisbon", "bedrooms": 3, "max_price": 2500}), ("loan_rate", {"years": 30})],
+     ["find_homes", "loan_rate"]),
+    # both tools asked with their numbers: nothing goes
+    ("Value my 12 year old home in Lisbon and find 3 bedroom homes there under 500k",
+     [("value_home", {"city": "Lisbon", "age": 12}),
+      ("find_homes", {"city": "Lisbon", "bedrooms": 3, "max_price": 500000})], ["value_home", "find_homes"]),
+    # the same tool twice (parallel calls) is never thinned out
+    ("Find homes in Lisbon and Porto", [("find_homes", {"city": "Lisbon", "bedrooms": 2, "max_price": 1}),
+                                        ("find_homes", {"city": "Porto", "bedrooms": 2, "max_price": 1})],
+     ["find_homes", "find_homes"]),
+    # every call invents: nothing is left to keep, so nothing goes
+    ("Homes in Lisbon", [("value_home", {"city": "Lisbon", "age": 5}),
+                         ("find_homes", {"city": "Lisbon", "bedrooms": 2, "max_price": 9})],
+     ["value_home", "find_homes"]),
+])
+def test_a_call_whose_numbers_nobody_gave_beside_another_tool_is_left_out(
+        query: str, calls: list[tuple[str, dict[str, object]]], kept: list[str]) -> None:
+    request = ModelRequest(messages=[{"role": "user", "content": f"Request: {query}"}])
+    fixed, notes = repair_plan(_plan(*({"name": n, "args": a} for n, a in calls)), request, query, TODAY,
+                               _estate_tools())
+    assert [c.name for c in fixed.calls] == kept
+    assert any("numbers" in n for n in notes) == (len(kept) < len(calls))
+
+
+def test_request_numbers_reads_digits_units_and_words() -> None:
+    assert request_numbers("a $300,000 budget, 5% off, 2.5k steps, twice, a dozen") >= {
+        300000.0, 5.0, 0.05, 2500.0, 2.0, 12.0}
+    assert 10.0 not in request_numbers("version 2.10")
+
+
+def test_agent_plan_leaves_out_the_call_nobody_asked_for() -> None:
+    model = ScriptedModel(['1. value_home(city="San Diego", age=0)\n'
+                           '2. find_homes(city="San Diego", bedrooms=3, max_price=400000)\n3. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=_estate_tools(), model=model).plan_sync(
+        "Find a 3 bedroom home in San Diego under $400,000", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["find_homes"]

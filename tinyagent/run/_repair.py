@@ -35,8 +35,8 @@ from ._no_tool import _grounded, _stem, _words, request_text
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "known_text", "redundant_date_steps",
-           "repair_call", "repair_plan", "stray_lookups", "undated_days", "unsourced_note", "unsourced_values",
-           "use_given_identifiers", "wrap_bare_refs"]
+           "repair_call", "repair_plan", "request_numbers", "stray_lookups", "undated_days", "unfit_calls",
+           "unsourced_note", "unsourced_values", "use_given_identifiers", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -49,6 +49,16 @@ _SOURCE = re.compile(
     r"\b(?:returned|given|produced|found|obtained|output) (?:by|from) (?:a call to |the )?`?"
     r"([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
 _MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
+_NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*"
+                     r"(%|percent\b|k\b|thousand\b|million\b|m\b|billion\b|bn\b)?", re.IGNORECASE)
+_SCALE = {"k": 1e3, "thousand": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
+_SMALL_NUMBERS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+                  "sixteen seventeen eighteen nineteen twenty")
+_NUMBER_WORDS = {w: float(i) for i, w in enumerate(_SMALL_NUMBERS.split())} | {
+    "thirty": 30.0, "forty": 40.0, "fifty": 50.0, "hundred": 100.0, "thousand": 1e3, "million": 1e6, "dozen": 12.0,
+    "half": 0.5, "quarter": 0.25, "twice": 2.0, "double": 2.0, "triple": 3.0, "once": 1.0, "single": 1.0,
+    "pair": 2.0, "couple": 2.0}
+_DEFAULT_IN_TEXT = re.compile(r"\bdefault(?:s)?(?:\s+(?:value|is|to|of))*\s*[:=]?\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
 _SPOKEN_DOT = re.compile(r"\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|\bdot\b)\s*")
 
 
@@ -254,6 +264,61 @@ def redundant_date_steps(calls: Sequence[Call], tools: Mapping[str, Tool], reque
     return out
 
 
+def request_numbers(request: str) -> frozenset[float]:
+    """The numbers ``request`` gives: digits (``300,000``, ``2.5k``, ``5%`` also as 0.05) and number words."""
+    out: set[float] = set()
+    for digits, unit in _NUMBER.findall(request):
+        try:
+            value = float(digits.replace(",", ""))
+        except ValueError:
+            continue
+        unit = unit.lower()
+        out.add(value)
+        if unit in ("%", "percent"):
+            out.add(value / 100)
+        elif unit:
+            out.add(value * _SCALE[unit])
+    out.update(v for w, v in _NUMBER_WORDS.items() if re.search(rf"\b{w}\b", request, re.IGNORECASE))
+    return frozenset(out)
+
+
+def _number_given(value: float, numbers: frozenset[float], schema: Mapping[str, Any]) -> bool:
+    """``value`` is in the request (also as a percentage either way), or is the parameter's documented default."""
+    candidates = set(numbers)
+    default = schema.get("default")
+    if isinstance(default, int | float) and not isinstance(default, bool):
+        candidates.add(float(default))
+    candidates.update(float(m) for m in _DEFAULT_IN_TEXT.findall(str(schema.get("description") or "")))
+    return any(abs(value - n) <= 1e-9 * max(1.0, abs(n)) or abs(value * 100 - n) <= 1e-9 * max(1.0, abs(n))
+               or abs(value - n * 100) <= 1e-9 * max(1.0, abs(n)) for n in candidates)
+
+
+def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Steps of a tool the request does not fit, beside steps of other tools that it does: a step that takes no
+    result and gives none to another step, one of whose required numeric arguments the request does not give (nor
+    is it the parameter's documented default), when a step of a different tool stays.
+
+    A small planner offered related tools calls one more than asked and invents its numbers ("find a 3 bedroom
+    villa in San Diego" also valued a property of ``age=0``)."""
+    if len({c.name for c in calls}) < 2:
+        return set()
+    numbers = request_numbers(request)
+    used = _used_steps(calls)
+
+    def invents(call: Call) -> bool:
+        tool = tools.get(call.name)
+        if tool is None or call.id in used or any(True for _ in find_refs(call.args)):
+            return False
+        props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+        return any(isinstance(v, int | float) and not isinstance(v, bool)
+                   and not _number_given(float(v), numbers, props.get(k) or {})
+                   for k, v in call.args.items() if k in tool.required)
+
+    bad = {c.id for c in calls if invents(c)}
+    kept = {c.name for c in calls if c.id not in bad}
+    return {c.id for c in calls if c.id in bad and kept and c.name not in kept}
+
+
 def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` pairs of ``call`` that pass an email address or phone number found nowhere in
     ``known`` (the request, the conversation, the results so far), also read as spoken ("sid at example dot com")
@@ -392,6 +457,11 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used and "
                      "it looks up what the request does not ask for)")
         gone |= stray
+    unfit = unfit_calls([c for c in out if c.id not in gone], tools, grounding or query) if optionals else set()
+    if unfit:
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unfit))} (the request gives none of "
+                     "its numbers, and another tool does what it asks)")
+        gone |= unfit
     replaced = given.replaced if given is not None else set()
     if replaced:
         notes.append(f"plan: used the identifiers the request gives instead of looking them up (steps "

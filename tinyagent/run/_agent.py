@@ -19,6 +19,7 @@ from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
+from ._channels import unserved_channel
 from ._loop import run_loop
 from ._no_tool import check_no_tool
 from ._plan import plan_once, planner_request
@@ -171,7 +172,11 @@ class Agent:
             state.result.notes.extend(notes)
             earlier = {c.id: c for c in plan.calls}
             invented = [bad for c in plan.calls if self.settings.given_identifiers
-                        and (bad := call_problem(c, earlier, state.offer.tools, known))]
+                        and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
+            unserved = unserved_channel(state.query, state.offer.tools) \
+                if not plan.calls and self.settings.given_identifiers else None
+            if unserved:
+                invented.append(unserved)
             if not invented or not again:
                 break
             reason = "; ".join(invented)
@@ -179,6 +184,7 @@ class Agent:
             state.replan_note = replan_context(completion.text.strip(), [], reason, 1, boundary=state.boundary)
             state.result.usage = state.result.usage + completion.usage
             state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
+            state.force_call = bool(unserved)  # a request to send that got no call: a call first this time
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
             try:
                 model, completion, plan = await plan_once(setup.router, model, again_request, state.offer.tools)

@@ -201,7 +201,7 @@ def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair
         if fixed.args != call.args:
             state.result.notes.append(f"plan: step {call.id} repaired: {fixed.to_text()}")
         known = known_text(state.query, state.history, state.observations()) if identifiers else ""
-        if identifiers and (problem := call_problem(fixed, earlier, state.offer.tools, known)):
+        if identifiers and (problem := call_problem(fixed, earlier, state.offer.tools, known, state.query)):
             raise PlanValidationError(problem)
         return fixed
 

@@ -4,6 +4,7 @@
 
     plan_and_execute ──escalation──────────────────────────▶ replan ─┐
           │ └──plan or model error, replans left────────────▶ replan ─┤
+          │ └──no call for a request to send (first plan)───▶ replan ─┤
           ▼                                                          │
          join ──"Replan:" (a step failed, none was refused)──▶ replan ─┤
           │                                                          │
@@ -21,6 +22,7 @@ from .._events import ReplanEvent, RunResult
 from .._prompts import replan_context
 from .._routing_base import RouteSignals
 from ..errors import ConfirmationDenied, PlanError, PlanValidationError
+from ._channels import unserved_channel
 from ._execute import Attempt, plan_and_execute
 from ._join import join, template_answer
 from ._state import RunSetup, RunState
@@ -58,7 +60,24 @@ async def _next_attempt(setup: RunSetup, state: RunState, attempt: Attempt) -> b
     can_replan = state.attempt < setup.settings.max_replans
     if attempt.error is not None and await _after_error(state, attempt, can_replan):
         return True
+    if attempt.error is None and can_replan and await _unserved(setup, state, attempt):
+        return True
     return await _join_or_replan(setup, state, attempt, can_replan)
+
+
+async def _unserved(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
+    """The planner wrote no call for a request to send that an offered tool serves: plan once more, with a call
+    first and told which tools send that way (:func:`~._channels.unserved_channel`); True when a replan follows."""
+    if state.attempt > 0 or attempt.stream.planned or attempt.refused or not setup.settings.given_identifiers:
+        return False
+    reason = unserved_channel(state.query, state.offer.tools)
+    if reason is None:
+        return False
+    state.force_call = True
+    state.result.notes.append(f"plan: {reason}; planning again")
+    note = replan_context(attempt.stream.parser.text.strip(), [], reason, state.next_step, boundary=state.boundary)
+    await replan(state, reason, attempt.model.name, replace(state.signals, attempt=state.attempt + 1), note)
+    return True
 
 
 async def replan(state: RunState, reason: str, model: str, signals: RouteSignals, note: str | None = None) -> None:

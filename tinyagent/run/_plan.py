@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .._events import StepPlanned
@@ -56,6 +57,8 @@ async def _charged_stream(router: RoutingHook, model: Model, request: ModelReque
 def planner_request(state: RunState, settings: AgentSettings, router: RoutingHook, model: Model,
                     first_step: int, prior_steps: Sequence[int]) -> ModelRequest:
     """The planner request for the state's next attempt."""
+    if state.force_call and first_step == 1:
+        settings = replace(settings, no_tool_ceiling=1.0)
     tools = state.offer.tools
     messages = build_planner_messages(tools.values(), state.query, state.today, state.offer.examples,
                                       history=state.history, replan_context=state.replan_note,

@@ -31,6 +31,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
+from ._channels import channel_problem
 from ._no_tool import _grounded, _stem, _words, request_text
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
@@ -392,10 +393,14 @@ def invented_note(step: int, invented: Sequence[tuple[str, str]]) -> str:
             "and pass that step's result as $k")
 
 
-def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str) -> str | None:
-    """Why ``call`` must not run as planned (:func:`invented_identifiers`, :func:`unsourced_values`), as the note
-    the planner is given to plan again; None when nothing is wrong."""
+def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str,
+                 request: str | None = None) -> str | None:
+    """Why ``call`` must not run as planned (:func:`invented_identifiers`, :func:`unsourced_values`, and with the
+    ``request`` :func:`~._channels.channel_problem`), as the note the planner is given to plan again; None when
+    nothing is wrong."""
     notes = []
+    if request is not None and (wrong := channel_problem(call, earlier, tools, request)):
+        notes.append(wrong)
     if invented := invented_identifiers(call, tools, known):
         notes.append(invented_note(call.id, invented))
     if unsourced := unsourced_values(call, earlier, tools, known):

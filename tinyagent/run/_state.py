@@ -65,6 +65,8 @@ class RunState:
         timings: seconds per stage.
         grammars: plan grammars made in this run, by (tools, first step, prior steps).
         boundary: this run's marker around tool data in prompts.
+        force_call: the next plan from step 1 must start with a call (``join`` only at P 1): set when a request
+            to send got no call (:func:`~._channels.unserved_channel`).
         started: ``time.perf_counter()`` at the start.
     """
 
@@ -83,6 +85,7 @@ class RunState:
     timings: dict[str, float] = field(default_factory=lambda: {"plan": 0.0, "execute": 0.0, "join": 0.0})
     grammars: dict[tuple[Any, ...], str] = field(default_factory=dict)
     boundary: str = ""
+    force_call: bool = False
     started: float = field(default_factory=time.perf_counter)
 
     @property

@@ -1,0 +1,99 @@
+"""The channel a request asks for (tinyagent/run/_channels.py): texts go by a tool that sends to phone numbers,
+e-mails by one that sends to addresses, read from the registry's descriptions and schemas."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tinyagent import Agent, ToolRegistry
+from tinyagent._plan import Call
+from tinyagent.models import ScriptedModel
+from tinyagent.run._channels import asked_channel, channel_problem, senders, unserved_channel
+
+TODAY = dt.date(2026, 12, 1)
+
+
+def _tools() -> ToolRegistry:
+    def fn(name: str, desc: str, props: dict[str, dict[str, object]], required: list[str]) -> dict[str, object]:
+        return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+            "type": "object", "properties": props, "required": required}}}
+
+    text = {"type": "string"}
+    return ToolRegistry.from_openai([
+        fn("who_mail", "Finds a person's e-mail address.", {"who": text}, ["who"]),
+        fn("who_phone", "Finds a person's mobile number.", {"who": text}, ["who"]),
+        fn("post", "Composes a message and delivers it.",
+           {"to": {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}, "body": text},
+           ["to", "body"]),
+        fn("buzz", "Sends a short message.",
+           {"numbers": {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."},
+            "body": text}, ["numbers", "body"]),
+        fn("meet", "Creates an event and sends invitations.",
+           {"title": text, "guests": {"type": "array", "items": {"type": "string"},
+                                      "description": "E-mail addresses of the guests. Optional."}}, ["title"]),
+    ])
+
+
+def test_senders_come_from_descriptions_and_required_identifier_parameters() -> None:
+    assert senders(_tools().values()) == {"post": frozenset({"email"}), "buzz": frozenset({"phone"})}
+
+
+@pytest.mark.parametrize(("request_text", "channel"), [
+    ("Text Bob 'happy birthday!'", "phone"), ("Send Lucas a text: keys", "phone"), ("SMS Ann: landed", "phone"),
+    ("Email Zoë that the draft is ready", "email"), ("Write to dev@example.net: late", "email"),
+    ("Message 555-0142 that I'm late", "phone"), ("Message Alex: hi", None),
+    ("Email Ann and text Bob", None), ("Open the text file", None),
+])
+def test_the_channel_asked_for(request_text: str, channel: str | None) -> None:
+    assert asked_channel(request_text) == channel
+
+
+def test_a_call_by_the_other_channel_is_a_problem_unless_the_plan_already_sends_the_right_way() -> None:
+    tools = _tools()
+    mail = Call(2, "post", {"to": ["x"], "body": "hi"})
+    assert "buzz" in (channel_problem(mail, {}, tools, "Text Bob hi") or "")
+    assert channel_problem(mail, {1: Call(1, "buzz", {"numbers": ["1"], "body": "hi"})}, tools, "Text Bob hi") is None
+    assert channel_problem(mail, {}, tools, "Email Bob hi") is None
+    assert channel_problem(Call(1, "meet", {"title": "x"}), {}, tools, "Text Bob hi") is None  # not a sender
+
+
+def test_an_empty_plan_is_unserved_only_for_a_request_to_send() -> None:
+    tools = _tools()
+    assert "buzz" in (unserved_channel("Text Bob 'happy birthday!'", tools) or "")
+    assert unserved_channel("What's Bob's email address?", tools) is None
+    assert unserved_channel("Hi there!", tools) is None
+
+
+def test_agent_plan_replans_a_text_sent_as_an_email() -> None:
+    model = ScriptedModel([
+        '1. who_mail(who="Bob")\n2. post(to=[$1], body="happy birthday!")\n3. join()\n<END_OF_PLAN>',
+        '1. who_phone(who="Bob")\n2. buzz(numbers=[$1], body="happy birthday!")\n3. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=_tools(), model=model).plan_sync("Text Bob 'happy birthday!'", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["who_phone", "buzz"]
+    assert "sends to e-mail addresses" in model.requests[1].messages[-1]["content"]
+
+
+def test_agent_plan_replans_an_empty_plan_for_a_request_to_send() -> None:
+    model = ScriptedModel(['1. join()\n<END_OF_PLAN>',
+                           '1. who_phone(who="Bob")\n2. buzz(numbers=[$1], body="hi")\n3. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=_tools(), model=model).plan_sync("Text Bob hi", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["who_phone", "buzz"]
+
+
+def test_an_empty_plan_for_small_talk_is_not_planned_again() -> None:
+    model = ScriptedModel(['1. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=_tools(), model=model).plan_sync("Thanks, that's all!", today=TODAY)
+    assert result.plan.calls == ()
+    assert len(model.requests) == 1
+
+
+def test_a_streamed_run_replans_an_empty_plan_for_a_request_to_send() -> None:
+    model = ScriptedModel(['1. join()\n<END_OF_PLAN>',
+                           '1. buzz(numbers=["+1 415 555 0100"], body="hi")\n2. join()\n<END_OF_PLAN>', "Sent."])
+    result = Agent(tools=_tools(), model=model, confirm=lambda _: True).run_sync("Text +1 415 555 0100 hi",
+                                                                                today=TODAY)
+    assert [s.name for s in result.steps] == ["buzz"]
+    assert result.replans == 1
+    assert "sends that" in model.requests[1].messages[-1]["content"]

@@ -1,0 +1,93 @@
+"""The channel a request asks for: a text message goes to phone numbers, an e-mail to e-mail addresses.
+
+Small planners blur the two: "Text Bob 'happy birthday!'" becomes an e-mail lookup and an e-mail, or no plan at
+all. Which tools send what comes from the registry, never from a tool's name: a tool *sends* when its description
+says it sends, delivers, forwards or composes, and it sends to the identifier kinds of its parameters
+(:func:`tinyagent._formats.identifier_kind`: e-mail addresses or phone numbers, by schema and description). The
+request asks for one channel when it speaks of texting ("text", "SMS") and not of e-mail, or the other way round.
+
+* :func:`channel_problem`: a call that sends by the other channel while an offered tool sends by the one asked
+  for, and no call so far does, is a reason to plan again (like a made-up address);
+* :func:`unserved_channel`: a plan with no call for a request that asks to send by a channel an offered tool
+  sends by is planned again once, told which tools send that way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._formats import identifier_kind
+from .._plan import Call
+from .._tools import Tool
+
+__all__ = ["asked_channel", "channel_problem", "senders", "unserved_channel"]
+
+_WORDS = {
+    "phone": re.compile(r"\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b(?!\s*(?:file|files|document|note|box|field))",
+                        re.IGNORECASE),
+    "email": re.compile(r"\b(?:e-?mail(?:ed|s)?|mail)\b", re.IGNORECASE),
+}
+_GIVEN = {"phone": re.compile(r"(?<![\w.])\+?\d[\d ().-]{5,}\d\b"),
+          "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")}
+_WHAT = {"phone": "a text message (to phone numbers)", "email": "an e-mail (to e-mail addresses)"}
+_KIND = {"phone": "phone numbers", "email": "e-mail addresses"}
+_SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
+_QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
+                       re.IGNORECASE)
+
+
+def asked_channel(request: str) -> str | None:
+    """``"phone"`` or ``"email"`` when the request speaks of exactly one of the two channels (by its words, else by
+    the one kind of identifier it writes: an address or a number); else None."""
+    found = [kind for kind, words in _WORDS.items() if words.search(request)]
+    if not found:
+        found = [kind for kind, shape in _GIVEN.items() if shape.search(request)]
+    return found[0] if len(found) == 1 else None
+
+
+def senders(tools: Iterable[Tool]) -> dict[str, frozenset[str]]:
+    """The tools that send messages, each with the identifier kinds its required parameters take."""
+    out = {}
+    for tool in tools:
+        if not _SENDS.search(tool.description or ""):
+            continue
+        props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+        kinds = frozenset(k for name in tool.required if isinstance(s := props.get(name), Mapping)
+                          and (k := identifier_kind(s)))
+        if kinds:
+            out[tool.name] = kinds
+    return out
+
+
+def channel_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], request: str) -> str | None:
+    """Why ``call`` sends by the wrong channel (the note for planning again); None when it does not."""
+    want = asked_channel(request)
+    if want is None:
+        return None
+    sending = senders(tools.values())
+    kinds = sending.get(call.name)
+    right = sorted(name for name, k in sending.items() if want in k)
+    if not kinds or want in kinds or not right:
+        return None
+    if any(want in sending.get(c.name, frozenset()) for c in earlier.values()):
+        return None
+    return (f"step {call.id}: the request asks for {_WHAT[want]}, but {call.name} sends to "
+            f"{' and '.join(_KIND[k] for k in sorted(kinds))}; {_names(right)} that")
+
+
+def unserved_channel(request: str, tools: Mapping[str, Tool]) -> str | None:
+    """The note for planning again when a plan with no call leaves a request to send by a channel unserved
+    (None: the request is a question, names no one channel, or no offered tool sends by it)."""
+    want = asked_channel(request)
+    if want is None or _QUESTION.search(request) or request.rstrip().endswith("?"):
+        return None
+    right = sorted(name for name, k in senders(tools.values()).items() if want in k)
+    if not right:
+        return None
+    return f"the request asks to send {_WHAT[want]} and the plan has no call; {_names(right)} that"
+
+
+def _names(names: list[str]) -> str:
+    return f"{names[0]} sends" if len(names) == 1 else f"{', '.join(names)} send"

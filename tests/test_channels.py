@@ -97,3 +97,19 @@ def test_a_streamed_run_replans_an_empty_plan_for_a_request_to_send() -> None:
     assert [s.name for s in result.steps] == ["buzz"]
     assert result.replans == 1
     assert "sends that" in model.requests[1].messages[-1]["content"]
+
+
+def test_a_refused_plan_for_a_request_to_send_is_planned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tinyagent.run._agent as agent_module
+    from tinyagent._events import NoToolCheck
+
+    async def refuse(*args: object, **kwargs: object) -> NoToolCheck:
+        return NoToolCheck(probability=0.9, refused=True)
+
+    monkeypatch.setattr(agent_module, "check_no_tool", refuse)
+    model = ScriptedModel(['1. who_mail(who="Jo")\n2. post(to=[$1], body="landed")\n3. join()\n<END_OF_PLAN>',
+                           '1. who_phone(who="Jo")\n2. buzz(numbers=[$1], body="landed")\n3. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=_tools(), model=model).plan_sync("Text Jo: landed", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["who_phone", "buzz"]
+    refused_small_talk = ScriptedModel(['1. post(to=["a@b.io"], body="hi")\n2. join()\n<END_OF_PLAN>'])
+    assert Agent(tools=_tools(), model=refused_small_talk).plan_sync("Hi there!", today=TODAY).plan.calls == ()

@@ -138,7 +138,8 @@ class Agent:
                                     self.settings, no_tool_prob, state.result.notes)
         if check is not None and check.refused:
             plan = Plan(calls=(), answer=plan.answer)
-        else:
+        if check is None or not check.refused or unserved_channel(query, state.offer.tools):
+            # (a refused plan for a request to send is planned again, with a call first)
             model, completion, plan, request = await self._repaired(setup, state, model, completion, plan, request)
         prompt_tokens = completion.usage.input_tokens or model.count_tokens(
             "".join(str(m["content"]) for m in request.messages))

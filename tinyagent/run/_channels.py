@@ -86,7 +86,7 @@ def unserved_channel(request: str, tools: Mapping[str, Tool]) -> str | None:
     right = sorted(name for name, k in senders(tools.values()).items() if want in k)
     if not right:
         return None
-    return f"the request asks to send {_WHAT[want]} and the plan has no call; {_names(right)} that"
+    return f"the request asks to send {_WHAT[want]}; {_names(right)} that"
 
 
 def _names(names: list[str]) -> str:

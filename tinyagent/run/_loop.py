@@ -66,9 +66,10 @@ async def _next_attempt(setup: RunSetup, state: RunState, attempt: Attempt) -> b
 
 
 async def _unserved(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
-    """The planner wrote no call for a request to send that an offered tool serves: plan once more, with a call
-    first and told which tools send that way (:func:`~._channels.unserved_channel`); True when a replan follows."""
-    if state.attempt > 0 or attempt.stream.planned or attempt.refused or not setup.settings.given_identifiers:
+    """The first plan has no call (as written, or after the no-tool decision) for a request to send that an offered
+    tool serves: plan once more, with a call first and told which tools send that way
+    (:func:`~._channels.unserved_channel`); True when a replan follows."""
+    if state.attempt > 0 or attempt.plan.calls or not setup.settings.given_identifiers:
         return False
     reason = unserved_channel(state.query, state.offer.tools)
     if reason is None:

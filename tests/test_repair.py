@@ -425,3 +425,13 @@ def test_agent_plan_leaves_out_the_call_nobody_asked_for() -> None:
     result = Agent(tools=_estate_tools(), model=model).plan_sync(
         "Find a 3 bedroom home in San Diego under $400,000", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["find_homes"]
+
+
+def test_a_reference_written_inside_an_identifier_string_is_a_reference_again() -> None:
+    fixed, _ = _repair(_plan({"name": "contact_mail", "args": {"who": "Emma"}},
+                             {"name": "mail", "args": {"recipients": ["$1@example.com"], "text": "hi"}}), "Mail Emma hi")
+    assert fixed.calls[1].args["recipients"] == [Ref(1)]
+    # a text that only mentions a price is not a reference, nor one to a step that does not come first
+    fixed, _ = _repair(_plan({"name": "mail", "args": {"recipients": ["$1@example.com"], "text": "$1 off"}}),
+                       "Mail $1@example.com $1 off")
+    assert fixed.calls[0].args == {"recipients": ["$1@example.com"], "text": "$1 off"}

@@ -35,9 +35,9 @@ from ._channels import channel_problem
 from ._no_tool import _grounded, _stem, _words, request_text
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
-           "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "known_text", "redundant_date_steps",
-           "repair_call", "repair_plan", "request_numbers", "stray_lookups", "undated_days", "unfit_calls",
-           "unsourced_note", "unsourced_values", "use_given_identifiers", "wrap_bare_refs"]
+           "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "known_text", "quoted_refs",
+           "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "stray_lookups", "undated_days",
+           "unfit_calls", "unsourced_note", "unsourced_values", "use_given_identifiers", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -422,11 +422,36 @@ def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
     return Plan(calls=tuple(Call(numbers[c.id], c.name, map_refs(c.args, renumber)) for c in kept))
 
 
+_QUOTED_REF = re.compile(r"\$(\d+)(?:@[\w.-]*)?")
+
+
+def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> Call:
+    """``call`` with an earlier step's reference written inside a string of an identifier parameter made a
+    reference again: ``attendee_emails=["$1@example.com"]`` or ``to="$2"`` after a lookup at step 1 or 2."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return call
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        if isinstance(value, str) and (m := _QUOTED_REF.fullmatch(value.strip())) and int(m.group(1)) in earlier:
+            return Ref(int(m.group(1)))
+        return value
+
+    args = {k: fix(v) if isinstance(props.get(k), Mapping) and identifier_kind(props[k]) else v
+            for k, v in call.args.items()}
+    return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
                 grounding: str | None, days: Iterable[dt.date] = ()) -> Call:
-    """One call through the repairs that are on: :func:`use_given_identifiers` (``given``), then
+    """One call through the repairs that are on: :func:`quoted_refs` (always), :func:`use_given_identifiers`
+    (``given``), then
     :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
     then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
+    call = quoted_refs(call, earlier, tools)
     if given is not None:
         call = use_given_identifiers(call, earlier, given, tools)
     if grounding is not None:

@@ -3,9 +3,12 @@ e-mails by one that sends to addresses, read from the registry's descriptions an
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from pathlib import Path
 
 import pytest
+from _helpers_models import real_model_available
 
 from tinyagent import Agent, ToolRegistry
 from tinyagent._plan import Call
@@ -113,3 +116,22 @@ def test_a_refused_plan_for_a_request_to_send_is_planned_again(monkeypatch: pyte
     assert [c.name for c in result.plan.calls] == ["who_phone", "buzz"]
     refused_small_talk = ScriptedModel(['1. post(to=["a@b.io"], body="hi")\n2. join()\n<END_OF_PLAN>'])
     assert Agent(tools=_tools(), model=refused_small_talk).plan_sync("Hi there!", today=TODAY).plan.calls == ()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"), reason="qwen2.5-coder-1.5b is not installed")
+def test_real_planner_texts_by_the_tool_that_sends_to_phone_numbers() -> None:
+    """On the default GGUF over the disguised 23-tool registry: "Text Bob ..." got ``1. join()`` (P(join) 0.26 won
+    against tools that split the rest) before the channel check; now the plan sends by the phone-number tool."""
+    from tinyagent.apps import load_tools
+    from tinyagent.models import load_model
+
+    registry = load_tools(str(Path(__file__).parents[1] / "benchmarks" / "data" / "pa_proxy" / "tools.json"))
+    phone = [name for name, kinds in senders(registry.values()).items() if kinds == {"phone"}]
+    model = load_model("qwen2.5-coder-1.5b", n_threads=2)
+    try:
+        plan = Agent(tools=registry, model=model, auto_examples=False).plan_sync(
+            "Text Bob 'happy birthday!'", today=TODAY).plan
+    finally:
+        asyncio.run(model.aclose())
+    assert phone and any(c.name in phone for c in plan.calls), plan

@@ -58,7 +58,7 @@ _SMALL_NUMBERS = ("zero one two three four five six seven eight nine ten eleven 
 _NUMBER_WORDS = {w: float(i) for i, w in enumerate(_SMALL_NUMBERS.split())} | {
     "thirty": 30.0, "forty": 40.0, "fifty": 50.0, "hundred": 100.0, "thousand": 1e3, "million": 1e6, "dozen": 12.0,
     "half": 0.5, "quarter": 0.25, "twice": 2.0, "double": 2.0, "triple": 3.0, "once": 1.0, "single": 1.0,
-    "pair": 2.0, "couple": 2.0}
+    "pair": 2.0, "couple": 2.0, "noon": 12.0, "midday": 12.0, "midnight": 0.0}
 _DEFAULT_IN_TEXT = re.compile(r"\bdefault(?:s)?(?:\s+(?:value|is|to|of))*\s*[:=]?\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
 _SPOKEN_DOT = re.compile(r"\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|\bdot\b)\s*")
 

@@ -2,14 +2,16 @@
 
 Small planners blur the two: "Text Bob 'happy birthday!'" becomes an e-mail lookup and an e-mail, or no plan at
 all. Which tools send what comes from the registry, never from a tool's name: a tool *sends* when its description
-says it sends, delivers, forwards or composes, and it sends to the identifier kinds of its parameters
+says it sends, delivers, forwards or composes, and it sends to the identifier kinds of its required parameters
 (:func:`tinyagent._formats.identifier_kind`: e-mail addresses or phone numbers, by schema and description). The
-request asks for one channel when it speaks of texting ("text", "SMS") and not of e-mail, or the other way round.
+request asks for one channel when it speaks of texting ("text", "SMS") and not of e-mail, or the other way round;
+with neither word, the one kind of identifier it writes decides (an address, or a number that is not a date).
 
 * :func:`channel_problem`: a call that sends by the other channel while an offered tool sends by the one asked
   for, and no call so far does, is a reason to plan again (like a made-up address);
-* :func:`unserved_channel`: a plan with no call for a request that asks to send by a channel an offered tool
-  sends by is planned again once, told which tools send that way.
+* :func:`unserved_channel`: a first plan with no call (as written, or after the no-tool decision dropped its
+  calls) for a request to send by a channel an offered tool sends by is planned again once, with a call first,
+  told which tools send that way.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _WORDS = {
                         re.IGNORECASE),
     "email": re.compile(r"\b(?:e-?mail(?:ed|s)?|mail)\b", re.IGNORECASE),
 }
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
 _GIVEN = {"phone": re.compile(r"(?<![\w.])\+?\d[\d ().-]{5,}\d\b"),
           "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")}
 _WHAT = {"phone": "a text message (to phone numbers)", "email": "an e-mail (to e-mail addresses)"}
@@ -43,7 +46,9 @@ def asked_channel(request: str) -> str | None:
     the one kind of identifier it writes: an address or a number); else None."""
     found = [kind for kind, words in _WORDS.items() if words.search(request)]
     if not found:
-        found = [kind for kind, shape in _GIVEN.items() if shape.search(request)]
+        undated = _DATE.sub(" ", request)
+        found = [kind for kind, shape in _GIVEN.items()
+                 if any(kind == "email" or sum(c.isdigit() for c in m) >= 7 for m in shape.findall(undated))]
     return found[0] if len(found) == 1 else None
 
 

@@ -21,6 +21,7 @@ request gives from :func:`tinyagent._grounding.ground`.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -290,8 +291,10 @@ def _number_given(value: float, numbers: frozenset[float], schema: Mapping[str, 
     if isinstance(default, int | float) and not isinstance(default, bool):
         candidates.add(float(default))
     candidates.update(float(m) for m in _DEFAULT_IN_TEXT.findall(str(schema.get("description") or "")))
-    return any(abs(value - n) <= 1e-9 * max(1.0, abs(n)) or abs(value * 100 - n) <= 1e-9 * max(1.0, abs(n))
-               or abs(value - n * 100) <= 1e-9 * max(1.0, abs(n)) for n in candidates)
+    def same(a: float, b: float) -> bool:
+        return math.isclose(a, b, abs_tol=1e-9)
+
+    return any(same(value, n) or same(value * 100, n) or same(value, n * 100) for n in candidates)
 
 
 def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
@@ -448,9 +451,8 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
                 grounding: str | None, days: Iterable[dt.date] = ()) -> Call:
     """One call through the repairs that are on: :func:`quoted_refs` (always), :func:`use_given_identifiers`
-    (``given``), then
-    :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
-    then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
+    (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its
+    resolved dates), then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
     call = quoted_refs(call, earlier, tools)
     if given is not None:
         call = use_given_identifiers(call, earlier, given, tools)
@@ -489,8 +491,8 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
         gone |= stray
     unfit = unfit_calls([c for c in out if c.id not in gone], tools, grounding or query) if optionals else set()
     if unfit:
-        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unfit))} (the request gives none of "
-                     "its numbers, and another tool does what it asks)")
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unfit))} (the request does not give "
+                     "all of its numbers, and another tool does what it asks)")
         gone |= unfit
     replaced = given.replaced if given is not None else set()
     if replaced:

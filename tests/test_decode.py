@@ -206,3 +206,46 @@ def test_lookup_drafts_are_cut_to_the_length_that_pays() -> None:
     for _ in range(20):
         unsure.update(drafted=2, accepted=2)
     assert unsure.length(5, probe=False) >= 2  # it recovers when the guesses are right again
+
+
+class _ForcingChooser:
+    """A chooser whose grammar forces ``forced`` next and then allows anything up to ``allowed`` tokens."""
+
+    def __init__(self, forced: list[int], allowed: int = 99) -> None:
+        self._forced = forced
+        self._allowed = allowed
+
+    def forced(self) -> list[int]:
+        return list(self._forced)
+
+    def allowed_prefix(self, draft: list[int]) -> list[int]:
+        return draft[: self._allowed]
+
+
+def test_a_draft_is_the_forced_run_else_a_lookup_guess() -> None:
+    from tinyagent.models.llama._decode import LookupRate, _draft
+
+    history = [5, 6, 7, 8, 9, 1, 5, 6]  # "5 6" was followed by "7 8 9"
+    draft, forced = _draft(_ForcingChooser([7]), history, room=50, lookup=LookupRate(prior=0.95), probe=False)  # type: ignore[arg-type]
+    assert (draft, forced) == ([7], 1)  # no guess after a forced run: it ends where the plan chooses
+    draft, forced = _draft(_ForcingChooser([]), history, 50, LookupRate(prior=0.95), False)  # type: ignore[arg-type]
+    assert (draft, forced) == ([7, 8, 9, 1, 5], 0)
+    draft, forced = _draft(_ForcingChooser([], allowed=2), history, 50, LookupRate(prior=0.95), False)  # type: ignore[arg-type]
+    assert (draft, forced) == ([7, 8], 0)  # the grammar cuts the guess
+    draft, forced = _draft(_ForcingChooser([7, 7, 7]), history, 3, LookupRate(prior=0.95), False)  # type: ignore[arg-type]
+    assert (draft, forced) == ([7, 7], 2)  # never past the room left
+
+
+def test_a_preference_asks_for_logits_only_where_its_pattern_applies() -> None:
+    from tinyagent.models import Preference
+    from tinyagent.models.llama._processors import _Preferences
+
+    prefs = _Preferences(None, [Preference("stop", r"\n\d+\. ?\Z", "join")])  # type: ignore[arg-type]
+    assert prefs.needs("1. a()\n2. ")
+    assert not prefs.needs("1. a(x=")
+    from tinyagent.models.llama._decode import DecodeStats, _Chooser
+    from tinyagent.models.llama._processors import _LogprobTracker
+
+    assert not _Chooser(None, [prefs], DecodeStats()).needs("1. a(x=")
+    assert _Chooser(None, [prefs, _LogprobTracker()], DecodeStats()).needs("1. a(x=")  # a tracker sees every token
+    assert not _Chooser(None, [], DecodeStats()).needs("")

@@ -99,6 +99,11 @@ class _Preferences:
         top = float(np.max(scores))
         return np.exp(scores[chosen] - top) / float(np.sum(np.exp(scores - top)))
 
+    def needs(self, text: str) -> bool:
+        """Whether a floor applies where the generated text is ``text`` (elsewhere this processor only keeps
+        count of the text, so the decoder may skip the position's logits)."""
+        return any(pattern.search(text) for pattern, _ in self._prefs)
+
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import numpy as np
 

@@ -385,9 +385,7 @@ def greedy_decode(
         draft, forced = _draft(chooser, history, max_tokens - stats.tokens, lookup, probe) if speculate else ([], 0)
         stats.drafted += len(draft)
         stats.forward_passes += 1
-        # logits where a guess is checked or the next token chosen; at a forced token only if a processor watches
-        wanted = [j >= forced or chooser.needs(t) for j, t in enumerate(text.peek(draft[:forced]))]
-        batch_logits = seq.extend([token, *draft], wanted + [True] * (len(draft) - forced))
+        batch_logits = seq.extend([token, *draft], _wanted(chooser, text, draft, forced))
         before = stats.accepted
         token, done = _verify(seq, chooser, text, history, draft, forced, batch_logits, stats)
         if len(draft) > forced:
@@ -425,6 +423,13 @@ def _draft(chooser: _Chooser, history: list[int], room: int, lookup: LookupRate,
         return forced, len(forced)
     n = lookup.length(min(_MAX_LOOKUP, room - 1), probe)
     return (chooser.allowed_prefix(_lookup(history, n)), 0) if n else ([], 0)
+
+
+def _wanted(chooser: _Chooser, text: _Text, draft: list[int], forced: int) -> list[bool]:
+    """Which positions of the batch ``[token, *draft]`` need logits: where a guess is checked or the next token is
+    chosen; before a forced token only where a logits processor watches the text there."""
+    return [j >= forced or chooser.needs(t) for j, t in enumerate(text.peek(draft[:forced]))] + \
+        [True] * (len(draft) - forced)
 
 
 def _verify(seq: _Sequence, chooser: _Chooser, text: _Text, history: list[int], draft: list[int], forced: int,

@@ -436,3 +436,20 @@ def test_a_reference_written_inside_an_identifier_string_is_a_reference_again() 
     fixed, _ = _repair(_plan({"name": "mail", "args": {"recipients": ["$1@example.com"], "text": "$1 off"}}),
                        "Mail $1@example.com $1 off")
     assert fixed.calls[0].args == {"recipients": ["$1@example.com"], "text": "$1 off"}
+
+
+def test_a_made_up_address_beside_the_lookup_of_that_person_becomes_its_reference() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "Zoë"}},
+                 {"name": "mail", "args": {"recipients": ["zoë@example.com"], "text": "the draft is ready"}})
+    fixed, _ = _repair(plan, "Email Zoë that the draft is ready")
+    assert fixed.calls[1].args["recipients"] == [Ref(1)]
+    # an address the request gives stays; a made-up one for someone nobody looked up stays (the plan is replanned)
+    given = _plan({"name": "mail", "args": {"recipients": ["zoe@corp.com"], "text": "hi"}})
+    assert _repair(given, "Email zoe@corp.com hi")[0].calls[0].args["recipients"] == ["zoe@corp.com"]
+    other = _plan({"name": "contact_mail", "args": {"who": "Zoë"}},
+                  {"name": "mail", "args": {"recipients": ["bob@example.com"], "text": "hi"}})
+    assert _repair(other, "Email Zoë hi")[0].calls[1].args["recipients"] == ["bob@example.com"]
+    # a lookup whose result is already used is not taken twice
+    used = _plan({"name": "contact_mail", "args": {"who": "Zoë"}},
+                 {"name": "mail", "args": {"recipients": ["$1", "zoe.m@example.com"], "text": "hi"}})
+    assert _repair(used, "Email Zoë hi")[0].calls[1].args["recipients"] == [Ref(1), "zoe.m@example.com"]

@@ -36,9 +36,10 @@ from ._channels import channel_problem
 from ._no_tool import _grounded, _stem, _words, request_text
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
-           "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "known_text", "quoted_refs",
-           "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "stray_lookups", "undated_days",
-           "unfit_calls", "unsourced_note", "unsourced_values", "use_given_identifiers", "wrap_bare_refs"]
+           "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
+           "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "stray_lookups",
+           "undated_days", "unfit_calls", "unsourced_note", "unsourced_values", "use_given_identifiers",
+           "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -68,6 +69,7 @@ class GivenIdentifiers:
     """The identifiers a request writes, by kind, and which of them a plan has used so far."""
 
     def __init__(self, request: str, today: dt.date) -> None:
+        self.request = request
         self.by_kind: dict[str, list[str]] = {}
         for value in ground(request, today):
             if value.kind in ("email", "phone") and value.value not in self.by_kind.get(value.kind, []):
@@ -229,9 +231,7 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         values = list(leaves(call.args))
         if call.id in used or not values or not all(isinstance(v, str) and 0 < len(v.split()) <= 4 for v in values):
             continue
-        tool = tools.get(call.name)
-        finds = identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"}) \
-            if tool is not None else None
+        finds = _finds(tools.get(call.name))
         if finds is None:
             continue
         if not any(_grounded(v, request, stems) for v in values) or given is not None and any(
@@ -448,14 +448,58 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
     return call if args == dict(call.args) else Call(call.id, call.name, args)
 
 
+def _finds(tool: Tool | None) -> str | None:
+    """The identifier kind a tool finds, by its description and what it returns (a contact lookup: ``"email"``)."""
+    if tool is None:
+        return None
+    return identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"})
+
+
+def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str) -> Call:
+    """``call`` with a made-up identifier replaced by the lookup that finds it: the plan looked the contact up,
+    then wrote an address of its own (``1. lookup_email(name="Zoë")``, ``2. send(to=["zoë@example.com"])``).
+
+    A string in an identifier parameter that ``known`` (the request) does not hold (:func:`invented_identifiers`)
+    becomes ``$k`` when exactly one earlier step finds identifiers of that kind (by its tool's description), no
+    step uses its result yet, and it looked up this value (:func:`_belongs`: ``zoë`` is in the lookup's
+    arguments)."""
+    invented = invented_identifiers(call, tools, known)
+    tool = tools.get(call.name)
+    if not invented or tool is None:
+        return call
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    used = _used_steps([*earlier.values(), call])
+    bad = {value for _, value in invented}
+
+    def fix(value: Any, kind: str) -> Any:
+        if isinstance(value, list):
+            return [fix(v, kind) for v in value]
+        if not isinstance(value, str) or value not in bad:
+            return value
+        lookups = [c for c in earlier.values() if c.id not in used and _finds(tools.get(c.name)) == kind
+                   and _belongs(value, c)]
+        if len(lookups) != 1:
+            return value
+        used.add(lookups[0].id)
+        return Ref(lookups[0].id)
+
+    args = {}
+    for name, value in call.args.items():
+        schema = props.get(name)
+        kind = identifier_kind(schema) if isinstance(schema, Mapping) else None
+        args[name] = fix(value, kind) if kind is not None else value
+    return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
                 grounding: str | None, days: Iterable[dt.date] = ()) -> Call:
-    """One call through the repairs that are on: :func:`quoted_refs` (always), :func:`use_given_identifiers`
-    (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its
-    resolved dates), then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
+    """One call through the repairs that are on: :func:`quoted_refs` (always), :func:`invented_refs` and
+    :func:`use_given_identifiers` (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the
+    planner saw it, with its resolved dates), then :func:`date_only` (``days``: :func:`undated_days` of the
+    request)."""
     call = quoted_refs(call, earlier, tools)
     if given is not None:
-        call = use_given_identifiers(call, earlier, given, tools)
+        call = use_given_identifiers(invented_refs(call, earlier, tools, given.request), earlier, given, tools)
     if grounding is not None:
         call = drop_ungrounded_optionals(call, tools, grounding)
     return date_only(wrap_bare_refs(call, tools), tools, days)

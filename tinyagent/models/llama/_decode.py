@@ -388,8 +388,8 @@ def greedy_decode(
         batch_logits = seq.extend([token, *draft], _wanted(chooser, text, draft, forced))
         before = stats.accepted
         token, done = _verify(seq, chooser, text, history, draft, forced, batch_logits, stats)
-        if len(draft) > forced:
-            lookup.update(len(draft) - forced, max(0, stats.accepted - before - forced))
+        if draft and not forced:
+            lookup.update(len(draft), stats.accepted - before)
             probe = False
         if on_text is not None:
             piece = text.ready()

@@ -100,7 +100,7 @@ def test_the_whole_pipeline_in_one_resumable_command(tmp_path: Path, smollm2_pat
     work = tmp_path / "work"
     args = app.OnDeviceSettings(tools=str(tools), teacher=f"scripted:{teacher_file(tmp_path / 'teacher.json')}",
                                 student="smollm2-135m", work=work, name="smol-planner", n=12, batch=12, steps=2,
-                                train_batch=4, lr=1e-3, max_length=768, types="none", threads=2)
+                                train_batch=4, lr=1e-3, max_length=1024, types="none", threads=2)
     report = app.run(args)
 
     assert report["data"]["kept"] == 12

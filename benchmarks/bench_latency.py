@@ -13,7 +13,9 @@ recorded before and after: a second llama.cpp process on a 2-core machine slows 
   counts the requests whose speculative plan equals the greedy one.
 * ``plan``: ``Agent.plan`` wall time per request, p50/p95, on the functions eval set (test split, with its examples)
   and on a foreign registry (a BFCL multi-turn API suite, no examples).
-* ``run``: ``tinyagent run`` on the README's demo request in a new process: cold (empty KV prefix cache) and warm.
+* ``run``: ``tinyagent run`` on the README's demo request in a new process: cold (the first run after the README's
+  install command, ``demo init`` and ``tinyagent warm``: ``run_cold_s``, with ``install_warm_s`` for the warm step;
+  and without the warm step, nothing saved yet: ``run_cold_unwarmed_s``) and warm (the next run).
 * ``joiner_s``: the answer step of that run with the default joiner (``auto``: a template answer for an action plan
   whose steps all succeeded), in process; ``joiner_llm_s`` / ``joiner_template_s`` and the first words' delay too.
   ``joiner_llm_prompt_tokens_at_join``: the prompt tokens the LLM joiner's own request evaluated (the instruction
@@ -165,11 +167,16 @@ def plan_times(agent: Agent, model: LlamaCppModel, queries: list[str]) -> dict[s
         agent.plan_sync(query, today=TODAY)
         times.append(time.perf_counter() - start)
         prompt_tokens.append(model.last_prompt_tokens_evaluated or 0)
-    ordered = sorted(times)
-    return {"n": len(times), "p50_s": round(statistics.median(times), 3),
-            "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3),
+    steady = sorted(times[1:]) or times
+    return {"n": len(times), "p50_s": round(statistics.median(times), 3), "p95_s": _p95(times),
+            "first_s": round(times[0], 3), "p95_after_first_s": _p95(steady),
             "mean_prompt_tokens_evaluated": round(statistics.mean(prompt_tokens), 1),
             "times_s": [round(t, 2) for t in times], "prompt_tokens_evaluated": prompt_tokens}
+
+
+def _p95(times: list[float]) -> float:
+    ordered = sorted(times)
+    return round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3)
 
 
 # -- request sets --------------------------------------------------------------------------------------------------
@@ -201,7 +208,8 @@ def cli_run(env: dict[str, str], model_name: str, threads: int) -> float:
     return time.perf_counter() - start
 
 
-def run_cold_warm(model_name: str, threads: int) -> dict[str, Any]:
+def _fresh_home() -> tuple[Path, dict[str, str]]:
+    """A new user's HOME: an empty cache (the assembled models linked in, no KV prefixes) and the demo data."""
     from tinyagent.models import cache_dir
 
     home = Path(tempfile.mkdtemp(prefix="bench-latency-"))
@@ -212,12 +220,29 @@ def run_cold_warm(model_name: str, threads: int) -> dict[str, Any]:
            "XDG_CONFIG_HOME": str(home / "config")}
     subprocess.run([sys.executable, "-m", "tinyagent.apps.cli", "demo", "init"], env=env, check=True,
                    capture_output=True, timeout=120)
+    return home, env
+
+
+def run_cold_warm(model_name: str, threads: int) -> dict[str, Any]:
+    """The demo request in new processes: the first run after the README's install command (``demo init`` then
+    ``tinyagent warm``), the next run, and a first run without ``tinyagent warm`` (nothing saved yet)."""
+    out: dict[str, Any] = {}
+    home, env = _fresh_home()
     try:
-        cold = cli_run(env, model_name, threads)
-        warm = cli_run(env, model_name, threads)
+        out["run_cold_unwarmed_s"] = round(cli_run(env, model_name, threads), 2)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    return {"run_cold_s": round(cold, 2), "run_warm_s": round(warm, 2)}
+    home, env = _fresh_home()
+    try:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "tinyagent.apps.cli", "--model", model_name, "--threads",
+                        str(threads), "warm"], env=env, check=True, capture_output=True, timeout=900)
+        out["install_warm_s"] = round(time.perf_counter() - start, 2)
+        out["run_cold_s"] = round(cli_run(env, model_name, threads), 2)
+        out["run_warm_s"] = round(cli_run(env, model_name, threads), 2)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return out
 
 
 def joiner_time(model: LlamaCppModel, data: Path) -> dict[str, Any]:
@@ -253,6 +278,9 @@ def rss(model_name: str, threads: int) -> float:
     return round(int(out.stdout.strip().splitlines()[-1]) / 1024, 1)
 
 
+SECTIONS = ("decode", "plan", "run", "joiner", "rss")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -265,7 +293,8 @@ def main() -> None:
     out: dict[str, Any] = {"model": args.model, "threads": args.threads, "machine_before": machine()}
     data = Path(tempfile.mkdtemp(prefix="bench-latency-data-"))
     init_demo(data, today=TODAY, timezone="UTC")
-    model = LlamaCppModel(args.model, n_threads=args.threads)
+    # A new user's prefix cache (empty): what earlier runs saved must not make the first requests warm.
+    model = LlamaCppModel(args.model, n_threads=args.threads, prefix_cache_dir=Path(tempfile.mkdtemp(prefix="kv-")))
     f_tools, f_examples, f_queries = functions_set(args.limit, data)
     x_tools, x_queries = foreign_set(args.limit)
     sets = {"functions": Agent(tools=f_tools, model=model, examples=f_examples),
@@ -298,7 +327,14 @@ def main() -> None:
         out["rss_mb"] = {args.model: rss(args.model, args.threads), args.fast_model: rss(args.fast_model, args.threads)}
     out["machine_after"] = machine()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "latency.json").write_text(json.dumps(out, indent=2) + "\n")
+    path = RESULTS / "latency.json"
+    if skip and path.exists():  # a partial run updates the sections it measured and keeps the others
+        kept = json.loads(path.read_text())
+        kept.setdefault("partial_runs", []).append({"measured": sorted(set(SECTIONS) - skip),
+                                                    "machine_before": out["machine_before"],
+                                                    "machine_after": out["machine_after"]})
+        out = {**kept, **{k: v for k, v in out.items() if k not in ("machine_before", "machine_after")}}
+    path.write_text(json.dumps(out, indent=2) + "\n")
     log(json.dumps({k: v for k, v in out.items() if k != "decode"}, indent=2))
 
 

@@ -514,3 +514,12 @@ def test_a_tools_file_with_a_utf16_bom_is_read(tmp_path: Path, script: Path) -> 
     code, out, err = cli("--json", "--model", f"scripted:{script}", "tools", "list", "--tools", str(tools))
     assert code == 0, err
     assert [t["function"]["name"] for t in json.loads(out)] == ["get_weather"]
+
+
+def test_warm_says_when_the_model_has_nothing_to_save(script: Path) -> None:
+    code, out, err = cli(*base(script), "warm")
+    assert code == 0, err
+    assert "nothing to save" in out
+    code, out, err = cli(*base(script), "--json", "warm")
+    assert code == 0, err
+    assert json.loads(out)["tokens_saved"] == 0

@@ -198,21 +198,23 @@ def _readme_main_command() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     for block in _code_blocks(text):
         for line in _logical_lines(block):
-            if "tinyagent demo init && tinyagent run" in line:
+            if "tinyagent demo init && tinyagent warm && tinyagent run" in line:
                 return [part.strip() for part in line.split("&&") if part.strip().startswith("tinyagent")]
-    raise AssertionError("the README lost its main command (tinyagent demo init && tinyagent run ...)")
+    raise AssertionError("the README lost its main command (tinyagent demo init && tinyagent warm && tinyagent "
+                         "run ...)")
 
 
 def test_the_readme_has_its_main_command() -> None:
-    first, second = _readme_main_command()
-    assert first == "tinyagent demo init" and second.startswith("tinyagent run ")
+    first, second, third = _readme_main_command()
+    assert (first, second) == ("tinyagent demo init", "tinyagent warm") and third.startswith("tinyagent run ")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"),
                     reason="llama-cpp-python or the default model's packages are not installed")
 def test_the_readme_main_command_for_real(tmp_path: Path) -> None:
-    """``tinyagent demo init && tinyagent run "..."`` exactly as the README writes it, on the default model."""
+    """``tinyagent demo init && tinyagent warm && tinyagent run "..."`` exactly as the README writes it, on the
+    default model."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "TINYAGENT_DATA_DIR": str(tmp_path / "data")}
     for command in _readme_main_command():
         words = shlex.split(command)

@@ -163,3 +163,23 @@ def test_lookup_picks_the_longest_shared_prefix_and_skips_other_models(tmp_path:
     assert store.best_match(prompt, 64, above=250) is None
     data, offset, size = store.read(path, saved)
     assert bytes(data[offset : offset + size]) == bytes(range(256))
+
+
+@pytest.mark.slow
+async def test_save_prefix_makes_a_new_process_load_the_static_start(
+    tmp_path: Path, smollm2_path: Path, uncached: dict[str, str]
+) -> None:
+    """``tinyagent warm``'s model half: the shared start of two system messages, saved ahead, is what the first
+    request of a fresh context loads; the answers do not change."""
+    root = tmp_path / "kv"
+    warmer = _model(smollm2_path, root)
+    saved = await warmer.save_prefix([{"role": "system", "content": BASE}])
+    assert saved > 400 and [int(f.name.split("-")[0]) for f in _files(root)] == [saved]
+    assert await warmer.save_prefix([{"role": "system", "content": BASE}]) == 0  # saved already
+    assert await _model(smollm2_path, None).save_prefix([{"role": "system", "content": BASE}]) == 0  # no cache
+
+    for key, system in (("A", SYSTEM_A), ("B", SYSTEM_B)):
+        fresh = _model(smollm2_path, root)
+        text, _ = await _ask(fresh, system)
+        assert text == uncached[key]
+        assert saved - 2 <= fresh.last_prefix_loaded <= saved  # (the cut may tokenize its last piece apart)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -195,6 +196,37 @@ class Agent:
             request = again_request
         return model, completion, plan, request
 
+    async def warm(self) -> int:
+        """Evaluate the planner prompt's static start (rules, and the tools where every request gets the same ones)
+        once and save it to the local model's on-disk prefix cache, so that the first request of every later
+        process loads it instead of evaluating it (``tinyagent warm``). What is static is found, not assumed: the
+        longest start the planner prompts of a few unrelated requests share (with tool retrieval: the rules; with
+        every tool offered: the rules and the tool list).
+
+        Returns:
+            The tokens saved (0 when the model has no prefix cache, or the prefix was saved before).
+
+        Raises:
+            ModelError: the model failed.
+        """
+        model = self.router.local
+        save = getattr(model, "save_prefix", None)
+        if save is None:
+            return 0
+        setup = self._setup()
+        systems = []
+        for probe in WARM_PROBES:
+            state = self._new_state(setup, probe, None, (), _no_emit)
+            request = planner_request(state, self.settings, setup.router, model, 1, ())
+            systems.append(str(request.messages[0].get("content", "")))
+        head = os.path.commonprefix(systems)
+        head = head[: head.rfind("\n") + 1] if len(set(systems)) > 1 else head
+        return int(await save([{"role": "system", "content": head}])) if head.strip() else 0
+
+    def warm_sync(self) -> int:
+        """Synchronous :meth:`warm`."""
+        return _run_sync(self.warm())
+
     def plan_sync(
         self, query: str, *, today: dt.date | None = None, history: Sequence[Mapping[str, Any]] = ()
     ) -> PlanResult:
@@ -281,6 +313,11 @@ class Agent:
                          signals=RouteSignals(retrieval_uncertain=offer.uncertain), boundary=new_boundary())
         state.executor.clock_start = state.started
         return state
+
+
+WARM_PROBES = ("Hello!", "Remind me to call the bank at 4pm tomorrow",
+               "How far is it from the station to the museum by bike?")
+"""Unrelated requests whose planner prompts :meth:`Agent.warm` compares to find the static start."""
 
 
 def _default_selector(examples: Sequence[Example], k: int) -> ExampleSelector | None:

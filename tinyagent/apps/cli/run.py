@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,7 +23,7 @@ from ._app import AppState, app, progress, state
 from ._input import PlanRecord, read_plan_records
 from .catalog import tools_table
 
-__all__ = ["chat", "plan", "run"]
+__all__ = ["chat", "plan", "run", "warm"]
 
 
 async def run_live(st: AppState, agent: Any, query: str, history: Sequence[dict[str, str]] = ()) -> Any:
@@ -186,3 +187,21 @@ async def _plan_batch(st: AppState, agent: Any, records: list[tuple[int, PlanRec
             bar.advance(task)
     if output is not None:
         st.err.print(Text(f"planned {len(records)} request(s) into {output} ({failures} failed)"))
+
+
+@app.command()
+def warm(ctx: typer.Context) -> None:
+    """Evaluate the planner prompt's static start (rules; the tool list too when every tool is offered) for these
+    tools and this model once, and save it to the on-disk prefix cache: the first request of every later process
+    then loads it instead of evaluating it (the README's install command runs this after 'demo init')."""
+    st = state(ctx)
+    agent = st.agent(ask=False)
+    started = time.perf_counter()
+    saved = agent.warm_sync()
+    seconds = round(time.perf_counter() - started, 2)
+    if st.json:
+        st.emit_json({"tokens_saved": saved, "seconds": seconds})
+        return
+    st.console.print(Text(f"saved a {saved}-token prompt prefix in {seconds:.1f} s" if saved else
+                          "nothing to save: the prefix is saved already, or this model has no prefix cache",
+                          style="dim"))

@@ -16,7 +16,14 @@ from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allow
 from .._cpu import free_cores, new_llama
 from .._thread import submit_llama
 from ._decode import DecodeStats, GrammarEngine, LookupRate, greedy_decode
-from ._kv_cache import PrefixCaching, _cache_enabled_by_env, _common_prefix, _model_identity, _PrefixStore
+from ._kv_cache import (
+    PrefixCaching,
+    _cache_enabled_by_env,
+    _common_prefix,
+    _model_identity,
+    _PrefixStore,
+    _Snapshot,
+)
 from ._processors import _GreedyGrammar, _LogprobTracker, _Preferences, _processor_list, _template_formatter
 
 __all__ = ["LlamaCppModel"]
@@ -254,17 +261,56 @@ class LlamaCppModel(PrefixCaching, Model):
             tokens = self._open_prompt_ids(messages)
             if tokens is None or len(tokens) < 2:
                 return 0
-            llm = self._llm
-            common = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-            if common >= len(tokens):
+            if _common_prefix(self._llm.input_ids[: self._llm.n_tokens], tokens) >= len(tokens):
+                return 0  # all cached (a longer prompt that starts with these tokens is fine too)
+            return self._evaluate_into_kv(tokens)
+
+    def _evaluate_into_kv(self, tokens: Any) -> int:
+        """Make the KV cache hold exactly ``tokens``, evaluating what it lacks (called with the lock held)."""
+        llm = self._llm
+        common = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+        if common >= len(tokens) and llm.n_tokens == len(tokens):
+            return 0
+        common = min(common, len(tokens) - 1)  # at least one token is decoded, so the state is exactly ``tokens``
+        if llm.n_tokens > common:
+            llm._ctx.kv_cache_seq_rm(-1, common, -1)
+        llm.n_tokens = common
+        llm.eval([int(t) for t in tokens[common:]])
+        llm._requires_eval = True  # the logits are for a cut prompt: the next request decodes its own last token
+        log.debug("prefill: %d tokens evaluated after %d cached", len(tokens) - common, common)
+        return len(tokens) - common
+
+    async def save_prefix(self, messages: Sequence[dict[str, Any]]) -> int:
+        """Evaluate the prompt start of ``messages`` (as :meth:`prefill` cuts it) and save it to the on-disk prefix
+        cache, so that the first request of a later process that starts with it loads it instead of evaluating it.
+
+        Returns:
+            The tokens saved (0 when the cache is off, the prefix is already saved, shorter than
+            ``prefix_cache_min_tokens``, or the prompt's tokens cannot be predicted).
+
+        Raises:
+            ModelError: llama.cpp failed.
+        """
+        check_allowed(self.name)
+        try:
+            return await asyncio.wrap_future(submit_llama(self._save_prefix, list(messages)))
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
+            raise ModelError(f"{self.name}: saving a prefix failed: {exc}") from exc
+
+    def _save_prefix(self, messages: list[dict[str, Any]]) -> int:
+        store = self._prefix_store
+        if store is None or not messages or not self._tokens_predictable():
+            return 0
+        with self._lock:
+            tokens = self._open_prompt_ids(messages)
+            if tokens is None or len(tokens) < self._prefix_min_tokens or store.has(tokens):
                 return 0
-            if llm.n_tokens > common:
-                llm._ctx.kv_cache_seq_rm(-1, common, -1)
-            llm.n_tokens = common
-            llm.eval([int(t) for t in tokens[common:]])
-            llm._requires_eval = True  # the logits are for a cut prompt: the next request decodes its own last token
-            log.debug("prefill: %d tokens evaluated after %d cached", len(tokens) - common, common)
-            return len(tokens) - common
+            self._evaluate_into_kv(tokens)
+            snapshot = _Snapshot(tokens.copy(), self._capture_kv())
+        store.write(snapshot)
+        return len(tokens)
 
     def _open_prompt_ids(self, messages: list[dict[str, Any]]) -> Any:
         """The prompt tokens of ``messages`` up to the end of the last message's content (None if not found)."""

@@ -13,6 +13,8 @@ recorded before and after: a second llama.cpp process on a 2-core machine slows 
   counts the requests whose speculative plan equals the greedy one.
 * ``plan``: ``Agent.plan`` wall time per request, p50/p95, on the functions eval set (test split, with its examples)
   and on a foreign registry (a BFCL multi-turn API suite, no examples).
+  Each set's agent is warmed first, as ``tinyagent warm [--tools T.json]`` does at install (``warm_s``,
+  ``warm_tokens``: the rules and, with every tool offered, the tool list); ``first_s`` is the first request.
 * ``run``: ``tinyagent run`` on the README's demo request in a new process: cold (the first run after the README's
   install command, ``demo init`` and ``tinyagent warm``: ``run_cold_s``, with ``install_warm_s`` for the warm step;
   and without the warm step, nothing saved yet: ``run_cold_unwarmed_s``) and warm (the next run).
@@ -311,8 +313,10 @@ def main() -> None:
         out["same_plans"] = f"{sum(r['same_plan'] for r in rows)}/{len(rows)}"
     if "plan" not in skip:
         for name, agent in sets.items():
-            stats = plan_times(agent, model, queries[name])
-            out[f"plan_{name}"] = stats
+            start = time.perf_counter()
+            warmed = agent.warm_sync()  # the install step (``tinyagent warm [--tools T.json]``)
+            warm = {"warm_s": round(time.perf_counter() - start, 2), "warm_tokens": warmed}
+            out[f"plan_{name}"] = {**plan_times(agent, model, queries[name]), **warm}
         out["plan_p50_s"] = {n: out[f"plan_{n}"]["p50_s"] for n in sets}
         out["plan_p95_s"] = {n: out[f"plan_{n}"]["p95_s"] for n in sets}
     if "joiner" not in skip:

@@ -183,3 +183,13 @@ async def test_save_prefix_makes_a_new_process_load_the_static_start(
         text, _ = await _ask(fresh, system)
         assert text == uncached[key]
         assert saved - 2 <= fresh.last_prefix_loaded <= saved  # (the cut may tokenize its last piece apart)
+
+    # A system message that goes on well past the saved start is saved too: the same request loads it whole.
+    longer = SYSTEM_A + "".join(f"Request: ask tool_{i % 4} for item {i}\nPlan:\n1. tool_{i % 4}(name=\"item {i}\")\n"
+                                "2. join()<END_OF_PLAN>\n" for i in range(6))
+    first = _model(smollm2_path, root)
+    expected, _ = await _ask(first, longer)
+    assert saved - 2 <= first.last_prefix_loaded <= saved
+    again = _model(smollm2_path, root)
+    assert (await _ask(again, longer))[0] == expected
+    assert again.last_prefix_loaded > saved + 64

@@ -70,19 +70,19 @@ class PrefixCaching:
                     boundary = _common_prefix(np.asarray(head, np.intc), tokens)
         return tokens, boundary
 
-    def _prepare_prompt(self, messages: Sequence[dict[str, Any]]) -> tuple[Any, int, _Snapshot | None]:
-        """Load the best saved prefix, and pick, evaluate and snapshot a prefix worth saving.
+    def _prepare_prompt(self, messages: Sequence[dict[str, Any]]) -> tuple[Any, int, list[_Snapshot]]:
+        """Load the best saved prefix, and pick, evaluate and snapshot the prefixes worth saving.
 
-        Returns the prompt tokens (None when they cannot be predicted), the tokens evaluated here, and the snapshot
+        Returns the prompt tokens (None when they cannot be predicted), the tokens evaluated here, and the snapshots
         to write once the completion is done. Called with the lock held.
         """
         self.last_prefix_loaded = 0
         if not self._tokens_predictable():
-            return None, 0, None
+            return None, 0, []
         tokens, boundary = self._prompt_ids(messages)
         store = self._prefix_store
         if store is None:
-            return tokens, 0, None
+            return tokens, 0, []
         llm = self._llm
         minimum = self._prefix_min_tokens
         cached = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
@@ -96,23 +96,27 @@ class PrefixCaching:
                 parted = common if common < len(saved) else None
             elif llm.n_tokens < cached:  # the failed load cleared the KV cache
                 cached, parted = 0, None
+        targets = []
         if parted is not None and minimum <= parted <= boundary:
-            target = parted  # shared by two prompts: the static part (rules, tools) when examples vary per request
-        elif cached < minimum:
-            target = boundary  # nothing saved resembles this prompt: save its system message
-        else:
-            return tokens, 0, None
-        if target < minimum or store.has(tokens[:target]):
-            return tokens, 0, None
-        keep = min(cached, target)
+            targets.append(parted)  # shared by two prompts: the static part (rules, tools) when examples vary
+        # The system message too, unless what was loaded already covers most of it: the same request in a later
+        # process then loads it whole (also after a ``tinyagent warm`` prefix, which holds only its start).
+        if boundary - max([cached, *targets]) >= minimum or (cached < minimum and not targets):
+            targets.append(boundary)
+        targets = [t for t in targets if t >= minimum and not store.has(tokens[:t])]
+        if not targets:
+            return tokens, 0, []
+        keep = min(cached, targets[0])
         if llm.n_tokens > keep and not llm._ctx.kv_cache_seq_rm(-1, keep, -1):
             log.debug("prefix cache: llama.cpp cannot truncate this model's KV cache; not saving")
-            return tokens, 0, None
+            return tokens, 0, []
         llm.n_tokens = keep
-        evaluated = target - keep
-        if evaluated:
-            llm.eval(tokens[keep:target].tolist())
-        return tokens, evaluated, _Snapshot(tokens[:target].copy(), self._capture_kv())
+        snapshots = []
+        for target in targets:
+            if target > llm.n_tokens:
+                llm.eval(tokens[llm.n_tokens:target].tolist())
+            snapshots.append(_Snapshot(tokens[:target].copy(), self._capture_kv()))
+        return tokens, llm.n_tokens - keep, snapshots
 
     def _restore(self, store: _PrefixStore, path: Path, prefix: Any, common: int) -> bool:
         """Load the KV state of ``prefix`` from ``path`` and keep its first ``common`` tokens.

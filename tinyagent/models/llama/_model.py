@@ -347,7 +347,7 @@ class LlamaCppModel(PrefixCaching, Model):
             processors: list[Any] = [p for p in (logprob, prefer) if p is not None]
             with self._lock:
                 start = time.perf_counter()
-                tokens, evaluated, snapshot = self._prepare_prompt(request.messages)
+                tokens, evaluated, snapshots = self._prepare_prompt(request.messages)
                 if tokens is not None:
                     evaluated += self._expected_evaluation(tokens)
                 first: list[float] = []
@@ -365,7 +365,7 @@ class LlamaCppModel(PrefixCaching, Model):
                     self._check_prediction(tokens)
                 usage = Usage(self.prompt_tokens(request.messages), n_out, 1)
                 self.last_prompt_tokens_evaluated = evaluated if tokens is not None else None
-            if snapshot is not None and self._prefix_store is not None:
+            for snapshot in snapshots if self._prefix_store is not None else ():
                 self._prefix_store.write(snapshot)
             put("done", Completion(
                 text=text, usage=usage, model=self.name, finish_reason=finish,

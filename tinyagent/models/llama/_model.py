@@ -365,8 +365,9 @@ class LlamaCppModel(PrefixCaching, Model):
                     self._check_prediction(tokens)
                 usage = Usage(self.prompt_tokens(request.messages), n_out, 1)
                 self.last_prompt_tokens_evaluated = evaluated if tokens is not None else None
-            for snapshot in snapshots if self._prefix_store is not None else ():
-                self._prefix_store.write(snapshot)
+            store = self._prefix_store
+            for snapshot in snapshots if store is not None else ():
+                store.write(snapshot)
             put("done", Completion(
                 text=text, usage=usage, model=self.name, finish_reason=finish,
                 mean_logprob=logprob.mean() if logprob else None, ttft_s=first[0] if first else 0.0,

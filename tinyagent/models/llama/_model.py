@@ -366,8 +366,9 @@ class LlamaCppModel(PrefixCaching, Model):
                 usage = Usage(self.prompt_tokens(request.messages), n_out, 1)
                 self.last_prompt_tokens_evaluated = evaluated if tokens is not None else None
             store = self._prefix_store
-            for snapshot in snapshots if store is not None else ():
-                store.write(snapshot)
+            if store is not None:
+                for snapshot in snapshots:
+                    store.write(snapshot)
             put("done", Completion(
                 text=text, usage=usage, model=self.name, finish_reason=finish,
                 mean_logprob=logprob.mean() if logprob else None, ttft_s=first[0] if first else 0.0,

@@ -186,7 +186,7 @@ async def test_save_prefix_makes_a_new_process_load_the_static_start(
 
     # A system message that goes on well past the saved start is saved too: the same request loads it whole.
     longer = SYSTEM_A + "".join(f"Request: ask tool_{i % 4} for item {i}\nPlan:\n1. tool_{i % 4}(name=\"item {i}\")\n"
-                                "2. join()<END_OF_PLAN>\n" for i in range(6))
+                                "2. join()<END_OF_PLAN>\n" for i in range(24))
     first = _model(smollm2_path, root)
     expected, _ = await _ask(first, longer)
     assert saved - 2 <= first.last_prefix_loaded <= saved

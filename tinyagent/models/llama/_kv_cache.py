@@ -99,9 +99,11 @@ class PrefixCaching:
         targets = []
         if parted is not None and minimum <= parted <= boundary:
             targets.append(parted)  # shared by two prompts: the static part (rules, tools) when examples vary
-        # The system message too, unless what was loaded already covers most of it: the same request in a later
-        # process then loads it whole (also after a ``tinyagent warm`` prefix, which holds only its start).
-        if boundary - max([cached, *targets]) >= minimum or (cached < minimum and not targets):
+        # The system message too when what was loaded covers less than half of it (a ``tinyagent warm`` prefix
+        # holds only its start): the same request in a later process then loads it whole. Not when only the
+        # per-request examples are left, which another request would not share anyway.
+        covered = max([cached, *targets])
+        if (cached < minimum and not targets) or boundary - covered >= max(minimum, boundary // 2):
             targets.append(boundary)
         targets = [t for t in targets if t >= minimum and not store.has(tokens[:t])]
         if not targets:

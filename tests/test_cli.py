@@ -523,3 +523,33 @@ def test_warm_says_when_the_model_has_nothing_to_save(script: Path) -> None:
     code, out, err = cli(*base(script), "--json", "warm")
     assert code == 0, err
     assert json.loads(out)["tokens_saved"] == 0
+
+
+async def test_chat_warms_the_planner_while_the_user_types() -> None:
+    from tinyagent.apps.cli.run import _chat_loop
+
+    class Agent:
+        warmed = 0
+
+        async def warm(self) -> int:
+            Agent.warmed += 1
+            return 7
+
+    class Console:
+        def print(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def input(self, prompt: str) -> str:
+            raise EOFError
+
+    class State:
+        console = Console()
+
+        def model(self) -> object:
+            return type("M", (), {"name": "m"})()
+
+        def tools(self) -> list[object]:
+            return []
+
+    await _chat_loop(State(), Agent())  # type: ignore[arg-type]
+    assert Agent.warmed == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,19 +108,25 @@ async def _chat_loop(st: AppState, agent: Any) -> None:
                                                                       "/tools lists tools", "dim")),
                         border_style="blue"))
     history: list[dict[str, str]] = []
+    # While the user types the first request, the planner prompt's static start is evaluated (and saved): the
+    # first request then starts from it (it waits for the rest of the warm step if it comes sooner).
+    warming = asyncio.create_task(_warm_quietly(agent))
     while True:
         try:
             line = await asyncio.to_thread(console.input, "[bold green]you>[/] ")
         except (EOFError, KeyboardInterrupt):
             console.print()
+            await warming  # (llama.cpp must not be mid-evaluation when the process exits)
             return
         text = line.strip()
         if not text:
             continue
         if text in ("/exit", "/quit"):
+            await warming
             return
         if _chat_command(st, text, history):
             continue
+        await warming
         try:
             result = await run_live(st, agent, text, history)
         except TinyAgentError as exc:
@@ -187,6 +194,14 @@ async def _plan_batch(st: AppState, agent: Any, records: list[tuple[int, PlanRec
             bar.advance(task)
     if output is not None:
         st.err.print(Text(f"planned {len(records)} request(s) into {output} ({failures} failed)"))
+
+
+async def _warm_quietly(agent: Any) -> None:
+    """:meth:`Agent.warm`, whose failure only costs the first request its head start (logged, not shown)."""
+    try:
+        await agent.warm()
+    except TinyAgentError as exc:
+        logging.getLogger("tinyagent.apps").info("warm-up skipped: %s", exc)
 
 
 @app.command()

@@ -246,13 +246,18 @@ class LlamaCppModel(PrefixCaching, Model):
         Raises:
             ModelError: llama.cpp failed.
         """
+        return await self._on_llama_thread(self._prefill, messages, "prefill")
+
+    async def _on_llama_thread(self, work: Callable[[list[dict[str, Any]]], int],
+                               messages: Sequence[dict[str, Any]], what: str) -> int:
+        """Run ``work(messages)`` on the llama.cpp thread; any failure becomes a one-line ModelError."""
         check_allowed(self.name)
         try:
-            return await asyncio.wrap_future(submit_llama(self._prefill, list(messages)))
+            return await asyncio.wrap_future(submit_llama(work, list(messages)))
         except ModelError:
             raise
         except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
-            raise ModelError(f"{self.name}: prefill failed: {exc}") from exc
+            raise ModelError(f"{self.name}: {what} failed: {exc}") from exc
 
     def _prefill(self, messages: list[dict[str, Any]]) -> int:
         if not messages or not self._tokens_predictable():
@@ -291,13 +296,7 @@ class LlamaCppModel(PrefixCaching, Model):
         Raises:
             ModelError: llama.cpp failed.
         """
-        check_allowed(self.name)
-        try:
-            return await asyncio.wrap_future(submit_llama(self._save_prefix, list(messages)))
-        except ModelError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every llama.cpp failure becomes a ModelError
-            raise ModelError(f"{self.name}: saving a prefix failed: {exc}") from exc
+        return await self._on_llama_thread(self._save_prefix, messages, "saving a prefix")
 
     def _save_prefix(self, messages: list[dict[str, Any]]) -> int:
         store = self._prefix_store

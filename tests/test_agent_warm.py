@@ -7,29 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tinyagent import Agent, tool
+from tinyagent import Agent
 from tinyagent._prompts import planner_system_prompt
+from tinyagent.apps._demo_tools import demo_tools
 from tinyagent.models import ScriptedModel
-
-
-@tool(effects="read")
-def get_email_address(name: str) -> str:
-    """Look up a contact's email address.
-
-    Args:
-        name: the contact's name.
-    """
-    return f"{name.lower()}@example.com"
-
-
-@tool(effects="read")
-def get_weather(city: str) -> str:
-    """Today's weather in a city.
-
-    Args:
-        city: the city.
-    """
-    return "sunny"
 
 
 class SavingModel(ScriptedModel):
@@ -64,23 +45,23 @@ class OneToolRetriever:
 
 def test_every_tool_offered_saves_the_whole_system_message() -> None:
     model = SavingModel()
-    agent = Agent(tools=[get_email_address, get_weather], model=model)
+    agent = Agent(tools=demo_tools(), model=model)
     saved = agent.warm_sync()
     ((message,),) = model.saved
     assert message["role"] == "system" and saved == len(message["content"])
     assert message["content"] == planner_system_prompt(agent.registry.values(), format_examples=True)
-    assert "get_weather(city: str)" in message["content"]
+    assert "get_calendar_events(date: str)" in message["content"]
 
 
 def test_a_retriever_leaves_the_rules_before_the_tools() -> None:
     model = SavingModel()
-    agent = Agent(tools=[get_email_address, get_weather], model=model, retriever=OneToolRetriever())
+    agent = Agent(tools=demo_tools(), model=model, retriever=OneToolRetriever())
     agent.warm_sync()
     ((message,),) = model.saved
     head = message["content"]
     assert head.endswith("\n") and "Rules:" in head
-    assert "get_email_address(" not in head and "get_weather(" not in head
+    assert not any(f"{name}(" in head for name in demo_tools())
 
 
 def test_a_model_without_a_prefix_cache_saves_nothing() -> None:
-    assert Agent(tools=[get_weather], model=ScriptedModel(["1. join()\n"])).warm_sync() == 0
+    assert Agent(tools=demo_tools(), model=ScriptedModel(["1. join()\n"])).warm_sync() == 0

@@ -132,3 +132,40 @@ def test_empty_model_name_is_a_usage_error() -> None:
         load_model("")
     with pytest.raises(ConfigurationError, match="model name is empty"):
         load_model("  ")
+
+
+def test_a_stamp_spares_the_next_process_the_hash_but_not_a_changed_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
+    from tinyagent.models import _catalog
+
+    model = tmp_path / "tuned.gguf"
+    model.write_bytes(b"GGUF" + bytes(range(200)))
+    ModelCatalog(tmp_path / "cache").register("my-tuned", model, description="test")
+    hashed: list[Path] = []
+    real = _catalog.sha256_file
+    monkeypatch.setattr(_catalog, "sha256_file", lambda p: hashed.append(p) or real(p))
+
+    def new_process() -> ModelCatalog:
+        monkeypatch.setattr(_catalog, "_verified", {})
+        return ModelCatalog(tmp_path / "cache")
+
+    assert new_process().path("my-tuned") == model.resolve() and len(hashed) == 1  # hashed, stamped
+    assert new_process().path("my-tuned") == model.resolve() and len(hashed) == 1  # the stamp: no hash
+    assert new_process().verify("my-tuned") and len(hashed) == 2  # an explicit verify always re-hashes
+    monkeypatch.setenv("TINYAGENT_REHASH_MODELS", "1")
+    new_process().path("my-tuned")
+    assert len(hashed) == 3
+    monkeypatch.delenv("TINYAGENT_REHASH_MODELS")
+
+    # Same size, same modification time put back: the change time still moves, so the stamp no longer matches.
+    before = model.stat()
+    time.sleep(0.05)  # file times tick in jiffies: a real change comes long after the write that was hashed
+    model.write_bytes(b"GGUF" + bytes(range(199)) + b"!")
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(ModelIntegrityError, match="tampered"):
+        new_process().path("my-tuned")
+    assert len(hashed) == 4
+

@@ -4,6 +4,12 @@ Each entry pins the packages that carry the file (in order, for chunked ones), t
 ``ModelCatalog.path(name)`` joins the parts into a cache directory, verifies the sha256 and returns the path; a
 missing package or a mismatch raises a clear error naming the ``pip install`` that fixes it. Models produced by
 fine-tuning are registered in a JSON file in the cache, so ``Agent(model="my-tuned")`` finds them too.
+
+Hashing the 1.1 GB default model takes 1-3 s, so a file once verified gets a stamp in ``<cache>/models/verified``
+(its path, inode, size, modification and change times, and the hash): a later process that finds the file unchanged
+skips the hash. Any write to the file moves its change time, which no unprivileged call can set back, so a changed
+file is hashed again and refused. ``ModelCatalog.verify`` (``tinyagent models verify``) always re-hashes;
+``TINYAGENT_REHASH_MODELS=1`` makes every load do so.
 """
 
 from __future__ import annotations
@@ -321,7 +327,7 @@ class ModelCatalog:
         return file
 
     def verify(self, name: str) -> str:
-        """Re-hash ``name``'s file (ignoring the in-process cache) and return its sha256.
+        """Re-hash ``name``'s file (ignoring what this and earlier processes verified) and return its sha256.
 
         Raises:
             ModelIntegrityError: mismatch or missing file.
@@ -329,10 +335,9 @@ class ModelCatalog:
         entry = self.get(name)
         file = Path(entry.lora_path) if entry.base and entry.lora_path else self.path(name, verify=False)
         with _lock:
-            _verified.pop((str(file), 0, 0), None)
             for key in [k for k in _verified if k[0] == str(file)]:
                 _verified.pop(key)
-        self._verify(file, entry)
+        self._verify(file, entry, rehash=True)
         return entry.sha256
 
     def _assemble(self, entry: CatalogEntry, target: Path) -> None:
@@ -365,12 +370,43 @@ class ModelCatalog:
             sources.append(src)
         return sources
 
-    def _verify(self, file: Path, entry: CatalogEntry) -> None:
+    def _stamp_file(self, file: Path) -> Path:
+        return self.root / "verified" / (hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:24] + ".json")
+
+    def _stamped(self, file: Path, st: os.stat_result, sha256: str) -> bool:
+        """Whether an earlier process hashed this very file (same inode, size and change time) to ``sha256``.
+
+        The change time (``st_ctime_ns``) moves on every write and every ``utime``, and no unprivileged call sets it
+        back, so a file changed in any way after it was hashed no longer matches its stamp and is hashed again.
+        """
+        if os.environ.get("TINYAGENT_REHASH_MODELS") == "1":
+            return False
+        try:
+            stamp = json.loads(self._stamp_file(file).read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(stamp, dict) and stamp == _stamp(file, st, sha256)
+
+    def _write_stamp(self, file: Path, st: os.stat_result, sha256: str) -> None:
+        target = self._stamp_file(file)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(_stamp(file, st, sha256)))
+            os.replace(tmp, target)
+        except OSError as exc:  # a read-only cache only costs the next process a re-hash
+            log.debug("could not write the verification stamp %s: %s", target, exc)
+
+    def _verify(self, file: Path, entry: CatalogEntry, *, rehash: bool = False) -> None:
         st = file.stat()
         key = (str(file), st.st_size, st.st_mtime_ns)
         with _lock:
-            if _verified.get(key) == entry.sha256:
+            if _verified.get(key) == entry.sha256 and not rehash:
                 return
+        if not rehash and self._stamped(file, st, entry.sha256):
+            with _lock:
+                _verified[key] = entry.sha256
+            return
         if entry.size and st.st_size != entry.size and not entry.lora_path:
             raise ModelIntegrityError(
                 f"{file} has {st.st_size} bytes, expected {entry.size}: corrupt or tampered with; "
@@ -384,6 +420,13 @@ class ModelCatalog:
             )
         with _lock:
             _verified[key] = digest
+        if _stamp(file, file.stat(), digest) == _stamp(file, st, digest):  # unchanged while it was read
+            self._write_stamp(file, st, digest)
+
+
+def _stamp(file: Path, st: os.stat_result, sha256: str) -> dict[str, Any]:
+    return {"path": str(file.resolve()), "sha256": sha256, "size": st.st_size, "ino": st.st_ino, "dev": st.st_dev,
+            "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
 
 
 def load_model(name_or_path: str | Path | None = None, **kwargs: Any) -> Model:

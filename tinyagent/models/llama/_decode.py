@@ -29,9 +29,9 @@ import codecs
 import logging
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("tinyagent.models.llama")
@@ -107,8 +107,9 @@ class DecodeStats:
 class GrammarEngine:
     """llguidance for one model: its tokenizer (built once, in the background) and compiled grammars (memoised)."""
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, llm: Any, vocab_cache: Path | None = None) -> None:
         self._llm = llm
+        self._vocab_cache = vocab_cache
         self._tokenizer: Any = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -118,17 +119,18 @@ class GrammarEngine:
 
     def _build(self) -> None:
         try:
-            from llguidance.llamacpp import lltokenizer_from_vocab
+            from ._vocab import lltokenizer
 
-            with warnings.catch_warnings():
-                # llguidance 1.9 still calls llama-cpp-python's deprecated alias; the result is the same.
-                warnings.filterwarnings("ignore", "llama_token_get_attr is deprecated", DeprecationWarning)
-                self._tokenizer = lltokenizer_from_vocab(self._llm._model.vocab)
+            self._tokenizer = lltokenizer(self._llm._model.vocab, self._vocab_cache)
         except Exception as exc:  # noqa: BLE001 - no llguidance, or an odd vocabulary: plain decoding is used
             self._error = exc
             log.info("llguidance unavailable for this model (greedy requests use llama-cpp-python's loop): %s", exc)
         finally:
             self._ready.set()
+
+    def wait(self) -> None:
+        """Until the tokenizer is built (or failed)."""
+        self._ready.wait()
 
     @property
     def available(self) -> bool:

@@ -35,6 +35,21 @@ def _flash_attn_by_env() -> bool:
     return os.environ.get("TINYAGENT_FLASH_ATTN", "0").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _vocab_cache(model_path: Path) -> Path | None:
+    """Where llguidance's token list for this model file is kept (None: nowhere, the cache being turned off)."""
+    import llama_cpp
+
+    from .._cache import cache_dir
+    from ._vocab import cache_file
+
+    if not _cache_enabled_by_env():
+        return None
+    try:
+        return cache_file(cache_dir() / "vocab", model_path, llama_cpp.__version__)
+    except OSError:
+        return None
+
+
 class LlamaCppModel(PrefixCaching, Model):
     """A GGUF model run in-process by llama.cpp.
 
@@ -148,6 +163,9 @@ class LlamaCppModel(PrefixCaching, Model):
         self.n_ctx = n_ctx
         self.decoder = decoder
         self._grammar_engine: GrammarEngine | None = None
+        if decoder != "llama":
+            # Built in the background from now on (the first plan needs it; ~0.5 s with the vocabulary cached).
+            self._grammar_engine = GrammarEngine(self._llm, _vocab_cache(model_path))
         self._lookup_rate = LookupRate()
         self.last_decode: DecodeStats | None = None
         """What the last greedy decode did (tokens, forward passes, accepted drafts); None after llama-cpp-python's."""
@@ -389,7 +407,7 @@ class LlamaCppModel(PrefixCaching, Model):
         if not request.grammar:
             return self._FREE_TEXT
         if self._grammar_engine is None:
-            self._grammar_engine = GrammarEngine(self._llm)
+            self._grammar_engine = GrammarEngine(self._llm, _vocab_cache(self.path))
         return self._grammar_engine.matcher(request.grammar)
 
     def _decode_greedy(self, request: ModelRequest, tokens: Any, matcher: Any, processors: list[Any],
@@ -458,6 +476,8 @@ class LlamaCppModel(PrefixCaching, Model):
         return f"LlamaCppModel(name={self.name!r}, n_threads={self.n_threads})"
 
     async def aclose(self) -> None:
+        if self._grammar_engine is not None:
+            await asyncio.to_thread(self._grammar_engine.wait)  # its thread reads the vocabulary that close frees
         with self._lock:
             self._llm.close()
 

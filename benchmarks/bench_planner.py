@@ -107,6 +107,9 @@ def main() -> None:
     ap.add_argument("--static-examples", dest="example_pool", action="store_false")
     ap.add_argument("--max-examples", type=int, default=None,
                     help="AgentSettings.max_examples: examples per request from the pool (default: the agent's)")
+    ap.add_argument("--retriever", choices=("none", "builtin"), default="none",
+                    help="none: every tool in the prompt (the agent's default); builtin: the built-in library's "
+                         "retriever chooses the tools and examples per request")
     ap.add_argument("--output", default=str(RESULTS / "planner.json"))
     args = ap.parse_args()
     settings = {} if args.max_examples is None else {"max_examples": args.max_examples}
@@ -129,8 +132,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         init_demo(Path(tmp))
         for name in args.models.split(","):
-            result = asyncio.run(evaluate(name, cases, examples, Path(tmp), **settings))
-            result["settings"] = settings
+            retriever = None
+            if args.retriever == "builtin":
+                from tinyagent.functions import builtin_retriever
+
+                retriever = builtin_retriever()
+            result = asyncio.run(evaluate(name, cases, examples, Path(tmp), retriever=retriever, **settings))
+            result["settings"] = {**settings, "retriever": args.retriever}
             result["machine"] = machine()
             result["examples"] = "per-request pool" if args.example_pool else f"{args.examples} fixed"
             out["models"][name] = result

@@ -243,3 +243,76 @@ def test_real_planner_answers_irrelevant_requests_without_a_tool() -> None:
         # The planner did write a call; the no-tool check dropped it.
         assert predictor.plan_texts[result.id].lstrip().startswith("1. ") and \
             not predictor.plan_texts[result.id].lstrip().startswith("1. join"), predictor.plan_texts[result.id]
+
+
+@tool
+def switch_lights(room: str, on: bool) -> str:
+    """Turn the lights of a room on or off.
+
+    Args:
+        room: the room, for example "kitchen".
+        on: true to turn them on, false to turn them off.
+    """
+    return f"{room} lights {'on' if on else 'off'}"
+
+
+def _second_choice_model(second: str) -> ScriptedModel:
+    """Plans ``get_route`` first; once the grammar leaves it out, plans ``second``."""
+    def reply(request: ModelRequest) -> str:
+        if request.grammar and "get_route" not in request.grammar:
+            return second
+        return ROUTE_PLAN
+
+    return ScriptedModel(reply, preference_probs=lambda request: {"no_tool": 0.4})
+
+
+def test_a_refused_plan_gets_the_planners_second_choice() -> None:
+    model = _second_choice_model('1. switch_lights(room="kitchen", on=false)\n2. join()\n<END_OF_PLAN>')
+    agent = Agent([get_route, switch_lights], model=model)
+    result = asyncio.run(agent.plan("Turn off the lights in the kitchen", today=TODAY))
+    assert [(c.name, c.args) for c in result.plan.calls] == [("switch_lights", {"room": "kitchen", "on": False})]
+    assert not result.no_tool_check.refused  # type: ignore[union-attr]
+    second = model.requests[-1]
+    assert second.grammar and "get_route" not in second.grammar and "switch_lights" in second.grammar
+    assert second.messages == model.requests[0].messages  # the same prompt: its KV cache holds
+
+
+def test_a_second_choice_the_check_refuses_too_leaves_no_call() -> None:
+    model = _second_choice_model('1. switch_lights(room="garage", on=true)\n2. join()\n<END_OF_PLAN>')
+    agent = Agent([get_route, switch_lights], model=model)
+    result = asyncio.run(agent.plan("What is the capital of Peru?", today=TODAY))
+    assert result.plan.calls == ()
+    assert len([r for r in model.requests if r.grammar]) == 2
+
+
+@pytest.mark.parametrize("settings", [{"no_tool_second_choice": False}, {}])
+def test_no_second_choice_when_off_or_no_other_tool(settings: dict[str, object]) -> None:
+    model = _second_choice_model('1. switch_lights(room="kitchen", on=false)\n2. join()\n<END_OF_PLAN>')
+    tools = [get_route, switch_lights] if settings else [get_route]
+    agent = Agent(tools, model=model, settings=AgentSettings(**settings))  # type: ignore[arg-type]
+    result = asyncio.run(agent.plan("Turn off the lights in the kitchen", today=TODAY))
+    assert result.plan.calls == () and len(model.requests) == 1
+
+
+def test_a_run_executes_the_second_choice() -> None:
+    done: list[str] = []
+
+    @tool
+    def dim_lights(room: str, on: bool) -> str:
+        """Turn the lights of a room on or off.
+
+        Args:
+            room: the room, for example "kitchen".
+            on: true to turn them on, false to turn them off.
+        """
+        done.append(room)
+        return "ok"
+
+    ran.clear()
+    model = _second_choice_model('1. dim_lights(room="kitchen", on=false)\n2. join()\n<END_OF_PLAN>')
+    agent = Agent([get_route, dim_lights], model=model, settings=AgentSettings(joiner="template"))
+    result = asyncio.run(agent.run("Turn off the lights in the kitchen", today=TODAY))
+    assert ran == [] and done == ["kitchen"]  # the refused route never ran; the second choice did
+    assert [s.name for s in result.steps] == ["dim_lights"] and result.replans == 0
+    assert any("second choice without get_route" in n for n in result.notes)
+    assert result.usage.input_tokens > 0 and len([r for r in model.requests if r.grammar]) == 2

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from .. import _example_cache, _examples
-from .._events import AnswerEvent, PlanResult, RunEvent, RunResult
+from .._events import AnswerEvent, NoToolCheck, PlanResult, RunEvent, RunResult
 from .._executor import Executor
 from .._plan import Example, Plan
 from .._prompts import new_boundary, replan_context
@@ -138,7 +138,12 @@ class Agent:
         check = await check_no_tool(setup.router, model, request, completion, plan.calls, query, state.offer.tools,
                                     self.settings, no_tool_prob, state.result.notes)
         if check is not None and check.refused:
-            plan = Plan(calls=(), answer=plan.answer)
+            second = await self._second_choice(setup, state, model, completion, plan, request)
+            if second is None:
+                plan = Plan(calls=(), answer=plan.answer)
+            else:
+                model, completion, plan, request, check = second
+                no_tool_prob = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
         if check is None or not check.refused or unserved_channel(query, state.offer.tools):
             # (a refused plan for a request to send is planned again, with a call first)
             model, completion, plan, request = await self._repaired(setup, state, model, completion, plan, request)
@@ -161,6 +166,36 @@ class Agent:
             stop_probs=tuple(p for name, p, _ in completion.preference_probs if name == STOP_PREF),
             no_tool_check=check,
         )
+
+    async def _second_choice(self, setup: RunSetup, state: RunState, model: Model, completion: Completion,
+                             refused: Plan, request: ModelRequest
+                             ) -> tuple[Model, Completion, Plan, ModelRequest, NoToolCheck] | None:
+        """The plan the planner writes with the refused plan's tools left out of the grammar, when the no-tool
+        decision lets its calls through (``AgentSettings.no_tool_second_choice``); None: keep the refusal."""
+        banned = frozenset(c.name for c in refused.calls)
+        left = {n: t for n, t in state.offer.tools.items() if n not in banned}
+        if not self.settings.no_tool_second_choice or not left:
+            return None
+        state.result.usage = state.result.usage + completion.usage
+        state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
+        state.banned = banned
+        again = planner_request(state, self.settings, setup.router, model, 1, ())
+        state.banned = frozenset()
+        try:
+            model, completion, plan = await plan_once(setup.router, model, again, left)
+        except PlanError as exc:
+            state.result.notes.append(f"plan: the second choice was invalid ({exc}); kept the refusal")
+            return None
+        if not plan.calls:
+            return None
+        p_join = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
+        check = await check_no_tool(setup.router, model, again, completion, plan.calls, state.query, left,
+                                    self.settings, p_join, state.result.notes)
+        if check is not None and check.refused:
+            return None
+        state.result.notes.append(f"plan: second choice without {', '.join(sorted(banned))}: "
+                                  f"{', '.join(c.name for c in plan.calls)}")
+        return model, completion, plan, again, check or NoToolCheck()
 
     async def _repaired(self, setup: RunSetup, state: RunState, model: Model, completion: Completion, plan: Plan,
                         request: ModelRequest) -> tuple[Model, Completion, Plan, ModelRequest]:

@@ -115,7 +115,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
                                               state.query, state.offer.tools, setup.settings,
                                               _no_tool_prob(stream.completion), state.result.notes)
         if attempt.refused:
-            return attempt
+            return await _second_choice(setup, state, attempt, buffered)
     if not verify:
         attempt.error = await _execute(state, attempt, _replay(buffered))
         return attempt
@@ -123,6 +123,31 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     if attempt.escalation is None:
         attempt.error = await _execute(state, attempt, _replay(buffered))
     return attempt
+
+
+async def _second_choice(setup: RunSetup, state: RunState, refused: Attempt, calls: list[Call]) -> Attempt:
+    """After the no-tool decision refused the first plan: plan once more with its tools left out of the grammar
+    (``AgentSettings.no_tool_second_choice``) and run that plan if the decision lets it through."""
+    banned = frozenset(c.name for c in calls)
+    if state.banned or not setup.settings.no_tool_second_choice or not set(state.offer.tools) - banned:
+        return refused
+    state.banned = banned
+    try:
+        second = await plan_and_execute(setup, state)
+    finally:
+        state.banned = frozenset()
+    kept = second if state.records or (not second.refused and second.error is None and second.plan.calls) \
+        else refused
+    dropped = refused if kept is second else second  # the run loop counts the kept attempt's usage and time
+    if dropped.stream.completion is not None:
+        state.result.usage = state.result.usage + dropped.stream.completion.usage
+    state.timings["plan"] += dropped.stream.plan_s
+    if dropped.warmer is not None:
+        await dropped.warmer.aclose()
+    if kept is second:
+        state.result.notes.append(f"plan: second choice without {', '.join(sorted(banned))}: "
+                                  f"{', '.join(c.name for c in second.plan.calls)}")
+    return kept
 
 
 async def _execute(state: RunState, attempt: Attempt, calls: AsyncIterator[Call]) -> BaseException | None:

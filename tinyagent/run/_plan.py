@@ -67,7 +67,8 @@ def planner_request(state: RunState, settings: AgentSettings, router: RoutingHoo
                                       if settings.grounding else "")
     grammar = None
     if settings.use_grammar and model.supports_grammar:
-        grammar = plan_grammar_for(state.grammars, tools, settings, first_step, tuple(prior_steps))
+        allowed = {n: t for n, t in tools.items() if n not in state.banned} if state.banned else tools
+        grammar = plan_grammar_for(state.grammars, allowed, settings, first_step, tuple(prior_steps))
     return ModelRequest(messages=messages, grammar=grammar, max_tokens=settings.planner_max_tokens,
                         stop=(END_OF_PLAN,), logprobs=router.wants_logprobs, prefer=join_floors(settings, first_step))
 

@@ -71,6 +71,10 @@ class AgentSettings:
             always asks and never changes the plan (calibration); ``"off"``: no check. The first plan of a run is
             then buffered before it runs.
         no_tool_floor: drop the calls when the fitted probability that no tool is needed reaches this.
+        no_tool_second_choice: when the no-tool decision drops a first plan's calls and other tools are offered,
+            plan once more with the dropped plan's tools left out of the grammar (the prompt is unchanged, so only
+            the plan is decoded again) and keep the new plan if it calls a tool the decision lets through; the
+            planner's second choice is often the tool a paraphrased request meant.
         stop_threshold: the same floor for ``join`` at every later step (ends a plan that goes on past the request);
             None: greedy.
         tool_order: how retrieved tools are listed in the prompt. ``"registry"`` (default): in registry order, so
@@ -105,6 +109,7 @@ class AgentSettings:
     stop_threshold: float | None = STOP_THRESHOLD
     no_tool_check: Literal["auto", "measure", "off"] = "auto"
     no_tool_floor: float = NO_TOOL_FLOOR
+    no_tool_second_choice: bool = True
     tool_order: Literal["registry", "relevance"] = "registry"
     grounding: bool = True
     given_identifiers: bool = True

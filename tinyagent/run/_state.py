@@ -67,6 +67,8 @@ class RunState:
         boundary: this run's marker around tool data in prompts.
         force_call: the next plan from step 1 must start with a call (``join`` only at P 1): set when a request
             to send got no call (:func:`~._channels.unserved_channel`).
+        banned: tools the next plan's grammar leaves out (the prompt still lists them, so its KV cache holds): the
+            tools of a first plan the no-tool decision refused, when the planner gets a second choice.
         started: ``time.perf_counter()`` at the start.
     """
 
@@ -86,6 +88,7 @@ class RunState:
     grammars: dict[tuple[Any, ...], str] = field(default_factory=dict)
     boundary: str = ""
     force_call: bool = False
+    banned: frozenset[str] = frozenset()
     started: float = field(default_factory=time.perf_counter)
 
     @property

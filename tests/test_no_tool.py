@@ -263,7 +263,10 @@ def _second_choice_model(second: str) -> ScriptedModel:
             return second
         return ROUTE_PLAN
 
-    return ScriptedModel(reply, preference_probs=lambda request: {"no_tool": 0.4})
+    def probs(request: ModelRequest) -> dict[str, float]:
+        return {"no_tool": 0.4 if "get_route" in (request.grammar or "") else 0.05}
+
+    return ScriptedModel(reply, preference_probs=probs)
 
 
 def test_a_refused_plan_gets_the_planners_second_choice() -> None:
@@ -275,6 +278,17 @@ def test_a_refused_plan_gets_the_planners_second_choice() -> None:
     second = model.requests[-1]
     assert second.grammar and "get_route" not in second.grammar and "switch_lights" in second.grammar
     assert second.messages == model.requests[0].messages  # the same prompt: its KV cache holds
+
+
+def test_a_second_choice_must_clear_the_decision_by_the_opposite_margin() -> None:
+    from tinyagent.run._no_tool import second_choice_settings
+
+    assert second_choice_settings(AgentSettings()).no_tool_floor == pytest.approx(1 - NO_TOOL_FLOOR)
+    # "Is a tomato a fruit?": a contact lookup for "Tom" is grounded ("tom" is in "tomato") and escapes the floor,
+    # but not the second choice's.
+    features = {"p_join": 0.15, **plan_features("Is a tomato a fruit?", [Call(1, "get_route", {"origin": "Tom"})],
+                                                {"get_route": get_route})}
+    assert 1 - NO_TOOL_FLOOR <= no_tool_probability(features) < NO_TOOL_FLOOR
 
 
 def test_a_second_choice_the_check_refuses_too_leaves_no_call() -> None:

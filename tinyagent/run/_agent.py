@@ -22,7 +22,7 @@ from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import unserved_channel
 from ._loop import run_loop
-from ._no_tool import check_no_tool
+from ._no_tool import check_no_tool, second_choice_settings
 from ._plan import plan_once, planner_request
 from ._repair import call_problem, known_text, repair_plan
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
@@ -190,7 +190,7 @@ class Agent:
             return None
         p_join = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
         check = await check_no_tool(setup.router, model, again, completion, plan.calls, state.query, left,
-                                    self.settings, p_join, state.result.notes)
+                                    second_choice_settings(self.settings), p_join, state.result.notes)
         if check is not None and check.refused:
             return None
         state.result.notes.append(f"plan: second choice without {', '.join(sorted(banned))}: "

@@ -12,7 +12,7 @@ from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
 from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Completion, Model, ModelRequest
-from ._no_tool import check_no_tool, first_call_is_clear, request_text
+from ._no_tool import check_no_tool, first_call_is_clear, request_text, second_choice_settings
 from ._plan import PlanStream, Repair, call_model, planner_request
 from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, undated_days
 from ._retrieve import disagrees_with_examples
@@ -84,6 +84,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     attempt = Attempt(model, request, stream, warmer=_warmer(setup, state, model, request))
     verify = setup.router.needs_verification and state.attempt == 0
     check_no_tool_first = setup.settings.no_tool_check != "off" and state.attempt == 0
+    decision = second_choice_settings(setup.settings) if state.banned else setup.settings
     calls = stream.calls()
     buffered: list[Call] = []
     if setup.settings.streaming_execution and not verify:
@@ -96,7 +97,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
         except (PlanError, ModelError) as exc:
             attempt.error = exc
             return attempt
-        if first is None or first_call_is_clear(first, request, state.query, state.offer.tools, setup.settings):
+        if first is None or first_call_is_clear(first, request, state.query, state.offer.tools, decision):
             head = [] if first is None else [first]
             attempt.error = await _execute(state, attempt, _chain(head, calls))
             return attempt
@@ -112,7 +113,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
         return attempt
     if check_no_tool_first and stream.completion is not None:
         attempt.no_tool = await check_no_tool(setup.router, attempt.model, request, stream.completion, buffered,
-                                              state.query, state.offer.tools, setup.settings,
+                                              state.query, state.offer.tools, decision,
                                               _no_tool_prob(stream.completion), state.result.notes)
         if attempt.refused:
             return await _second_choice(setup, state, attempt, buffered)

@@ -414,7 +414,7 @@ def build_agent(
     * a registry of at most :data:`AUTO_RETRIEVAL_TOOLS` tools, the built-in library included, offers every tool:
       a prompt prefix that ``tinyagent warm`` evaluates once and llama.cpp keeps cached between requests. With the
       default planner (Qwen2.5-Coder-1.5B) that planned more of the functions test split right than the built-in
-      library's retriever (DAG 86% against 80%), in less time (docs/retrieval.md);
+      library's retriever (DAG 86% against 80%, docs/retrieval.md);
     * a larger registry (several MCP servers, say) gets :func:`tinyagent.functions.builtin_retriever` when it holds
       the built-in library, else :func:`tinyagent.retrieval.default_retriever`: the whole registry would not fit a
       small model's context (400 tools are ~40k tokens).

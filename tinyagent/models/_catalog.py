@@ -420,13 +420,18 @@ class ModelCatalog:
             )
         with _lock:
             _verified[key] = digest
-        if _stamp(file, file.stat(), digest) == _stamp(file, st, digest):  # unchanged while it was read
+        if _identity(file.stat()) == _identity(st):  # unchanged while it was read: the stamp names what was hashed
             self._write_stamp(file, st, digest)
 
 
+def _identity(st: os.stat_result) -> dict[str, int]:
+    """What changes whenever the file's bytes do (any write moves the change time)."""
+    return {"size": st.st_size, "ino": st.st_ino, "dev": st.st_dev, "mtime_ns": st.st_mtime_ns,
+            "ctime_ns": st.st_ctime_ns}
+
+
 def _stamp(file: Path, st: os.stat_result, sha256: str) -> dict[str, Any]:
-    return {"path": str(file.resolve()), "sha256": sha256, "size": st.st_size, "ino": st.st_ino, "dev": st.st_dev,
-            "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+    return {"path": str(file.resolve()), "sha256": sha256, **_identity(st)}
 
 
 def load_model(name_or_path: str | Path | None = None, **kwargs: Any) -> Model:

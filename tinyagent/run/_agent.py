@@ -22,11 +22,11 @@ from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import unserved_channel
 from ._loop import run_loop
-from ._no_tool import check_no_tool, second_choice_settings
+from ._no_tool import check_no_tool, join_probability, second_choice_settings
 from ._plan import plan_once, planner_request
 from ._repair import call_problem, known_text, repair_plan
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
-from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
+from ._settings import STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
 
 __all__ = ["Agent"]
@@ -134,7 +134,7 @@ class Agent:
         model = setup.router.select("plan", RouteSignals(retrieval_uncertain=uncertain))
         request = planner_request(state, self.settings, setup.router, model, 1, ())
         model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
-        no_tool_prob = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
+        no_tool_prob = join_probability(completion)
         check = await check_no_tool(setup.router, model, request, completion, plan.calls, query, state.offer.tools,
                                     self.settings, no_tool_prob, state.result.notes)
         if check is not None and check.refused:
@@ -143,7 +143,7 @@ class Agent:
                 plan = Plan(calls=(), answer=plan.answer)
             else:
                 model, completion, plan, request, check = second
-                no_tool_prob = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
+                no_tool_prob = join_probability(completion)
         if check is None or not check.refused or unserved_channel(query, state.offer.tools):
             # (a refused plan for a request to send is planned again, with a call first)
             model, completion, plan, request = await self._repaired(setup, state, model, completion, plan, request)
@@ -188,9 +188,9 @@ class Agent:
             return None
         if not plan.calls:
             return None
-        p_join = next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
         check = await check_no_tool(setup.router, model, again, completion, plan.calls, state.query, left,
-                                    second_choice_settings(self.settings), p_join, state.result.notes)
+                                    second_choice_settings(self.settings), join_probability(completion),
+                                    state.result.notes)
         if check is not None and check.refused:
             return None
         state.result.notes.append(f"plan: second choice without {', '.join(sorted(banned))}: "

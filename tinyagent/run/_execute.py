@@ -11,12 +11,11 @@ from .._plan import Call, Plan
 from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
 from ..errors import ModelError, PlanError, PlanValidationError
-from ..models import Completion, Model, ModelRequest
-from ._no_tool import check_no_tool, first_call_is_clear, request_text, second_choice_settings
+from ..models import Model, ModelRequest
+from ._no_tool import check_no_tool, first_call_is_clear, join_probability, request_text, second_choice_settings
 from ._plan import PlanStream, Repair, call_model, planner_request
 from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, undated_days
 from ._retrieve import disagrees_with_examples
-from ._settings import NO_TOOL_PREF
 from ._state import RunSetup, RunState
 from ._warm import JoinWarmer, Prefills, joiner_needed
 
@@ -114,7 +113,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     if check_no_tool_first and stream.completion is not None:
         attempt.no_tool = await check_no_tool(setup.router, attempt.model, request, stream.completion, buffered,
                                               state.query, state.offer.tools, decision,
-                                              _no_tool_prob(stream.completion), state.result.notes)
+                                              join_probability(stream.completion), state.result.notes)
         if attempt.refused:
             return await _second_choice(setup, state, attempt, buffered)
     if not verify:
@@ -234,8 +233,6 @@ def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair
     return repair
 
 
-def _no_tool_prob(completion: Completion) -> float | None:
-    return next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
 
 
 async def _replay(calls: list[Call]) -> AsyncIterator[Call]:

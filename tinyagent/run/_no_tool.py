@@ -37,10 +37,10 @@ from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
 from ._plan import call_model
-from ._settings import NO_TOOL_MODEL, AgentSettings
+from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
 __all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
-           "SECOND_CHOICE_FLOOR", "second_choice_settings",
+           "SECOND_CHOICE_FLOOR", "join_probability", "second_choice_settings",
            "plan_features", "request_text", "verify_feature", "verify_request"]
 
 VERIFY_QUESTION = (
@@ -192,6 +192,11 @@ def request_text(planner: ModelRequest, query: str) -> str:
     last = str(planner.messages[-1].get("content", "")) if planner.messages else ""
     at = last.rfind("Request: " + query)
     return last[at + len("Request: "):] if at >= 0 else query
+
+
+def join_probability(completion: Completion) -> float | None:
+    """The planner's P(``join``) as the first step, as measured while planning (None: not measured)."""
+    return next((p for name, p, _ in completion.preference_probs if name == NO_TOOL_PREF), None)
 
 
 SECOND_CHOICE_FLOOR = 0.5

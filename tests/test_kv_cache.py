@@ -193,3 +193,17 @@ async def test_save_prefix_makes_a_new_process_load_the_static_start(
     again = _model(smollm2_path, root)
     assert (await _ask(again, longer))[0] == expected
     assert again.last_prefix_loaded > saved + 64
+
+    # A request's own examples after the warm start (far less than half of the message) are saved as well: the
+    # same request in a later process loads its whole system message instead of evaluating them again.
+    examples = SYSTEM_B + "".join(f"Request: ask tool_{i % 4} for {i}\nPlan:\n1. tool_{i % 4}(name=\"{i}\")\n"
+                                  "2. join()<END_OF_PLAN>\n" for i in range(5))
+    one = _model(smollm2_path, root)
+    expected, _ = await _ask(one, examples)
+    loaded = one.last_prefix_loaded
+    assert loaded >= saved - 2
+    tail = one.prompt_tokens([{"role": "system", "content": examples}]) - loaded
+    assert 64 <= tail < loaded // 2
+    two = _model(smollm2_path, root)
+    assert (await _ask(two, examples))[0] == expected
+    assert two.last_prefix_loaded >= loaded + 64

@@ -20,6 +20,9 @@ from ...errors import ModelIntegrityError
 
 log = logging.getLogger("tinyagent.models.llama")
 
+SYSTEM_TAIL_TOKENS = 64
+"""Save a prompt's whole system message when at least this many of its tokens are not in the loaded prefix."""
+
 
 class PrefixCaching:
     """The prefix-cache half of :class:`LlamaCppModel`: which prompt prefix to load, evaluate and save.
@@ -99,11 +102,12 @@ class PrefixCaching:
         targets = []
         if parted is not None and minimum <= parted <= boundary:
             targets.append(parted)  # shared by two prompts: the static part (rules, tools) when examples vary
-        # The system message too when what was loaded covers less than half of it (a ``tinyagent warm`` prefix
-        # holds only its start): the same request in a later process then loads it whole. Not when only the
-        # per-request examples are left, which another request would not share anyway.
+        # The whole system message too when at least SYSTEM_TAIL_TOKENS of it are left beyond what is covered (a
+        # ``tinyagent warm`` prefix holds the rules and tools; the per-request examples follow): a later request
+        # with the same examples (the same request, or a similar one) then loads it whole instead of evaluating
+        # them again (~4 s for ~270 tokens on 2 cores). The folder's LRU cap bounds the files.
         covered = max([cached, *targets])
-        if (cached < minimum and not targets) or boundary - covered >= max(minimum, boundary // 2):
+        if (cached < minimum and not targets) or boundary - covered >= SYSTEM_TAIL_TOKENS:
             targets.append(boundary)
         targets = [t for t in targets if t >= minimum and not store.has(tokens[:t])]
         if not targets:

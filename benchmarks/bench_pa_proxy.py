@@ -36,10 +36,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tinyagent import AgentSettings
 from tinyagent.apps import build_agent, load_model_spec, load_tools
 from tinyagent.evals import EvalCase, load_pa_registry, pa_proxy_cases, plan_pa_proxy, summarize
 
@@ -75,7 +76,8 @@ def summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plan_cases(cases: Sequence[EvalCase], model_spec: str | Any, *, threads: int = 2, tools: Path = TOOLS,
-               auto_root: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+               auto_root: Path | None = None, overrides: Mapping[str, Any] | None = None,
+               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Plan ``cases`` over the disguised registry; with ``auto_root``, with automatic examples built there first.
 
     Args:
@@ -84,6 +86,7 @@ def plan_cases(cases: Sequence[EvalCase], model_spec: str | Any, *, threads: int
         threads: llama.cpp threads.
         tools: the disguised registry file.
         auto_root: a scratch folder for the automatic examples; None plans without examples.
+        overrides: :class:`tinyagent.AgentSettings` fields to change (an A/B experiment: ``--set``).
 
     Returns:
         The per-case rows and build information (``{"examples", "build_s"}`` with automatic examples, else {}).
@@ -92,15 +95,16 @@ def plan_cases(cases: Sequence[EvalCase], model_spec: str | Any, *, threads: int
     scoring_registry = load_pa_registry(tools)
     model = load_model_spec(model_spec, threads=threads) if isinstance(model_spec, str) else model_spec
     info: dict[str, Any] = {}
+    extra: dict[str, Any] = {"settings": AgentSettings(**overrides)} if overrides else {}
     if auto_root is not None:
         from tinyagent.finetune import build_examples
 
         built = build_examples(registry, root=auto_root)  # outside the timed part
         info = {"examples": len(built.examples), "build_s": round(built.seconds, 3)}
-        agent = build_agent(registry, model, examples=list(built.examples), auto_examples=False)
+        agent = build_agent(registry, model, examples=list(built.examples), auto_examples=False, **extra)
     else:
         # A new user has no example cache; auto_examples=False keeps any cache on this machine out of the run.
-        agent = build_agent(registry, model, auto_examples=False)
+        agent = build_agent(registry, model, auto_examples=False, **extra)
 
     async def go() -> list[dict[str, Any]]:
         try:
@@ -121,12 +125,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {}
     builds: dict[str, Any] = {}
     if not args.skip_without:
-        runs["without"], _ = plan_cases(cases, args.model, threads=args.threads, tools=args.tools)
+        runs["without"], _ = plan_cases(cases, args.model, threads=args.threads, tools=args.tools,
+                                        overrides=args.set)
         print(f"without: {json.dumps(summarize_rows(runs['without'])['overall'])}", file=sys.stderr, flush=True)
     if args.auto_examples:
         with tempfile.TemporaryDirectory(prefix="tinyagent-pa-autoex-") as root:
             runs["with"], builds = plan_cases(cases, args.model, threads=args.threads, tools=args.tools,
-                                              auto_root=Path(root))
+                                              auto_root=Path(root), overrides=args.set)
         print(f"with: {json.dumps(summarize_rows(runs['with'])['overall'])}", file=sys.stderr, flush=True)
     machine("after", info)
     return {
@@ -136,9 +141,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "split": "test",
                      "tools": str(args.tools), "n_tools": len(load_pa_registry(args.tools)),
                      "agent": "tinyagent.apps build_agent over load_tools(tools.json), no example cache",
+                     "overrides": args.set,
                      "date": dt.date.today().isoformat(), "seconds": round(time.perf_counter() - start, 1)},
         "cases": runs,
     }
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    """``field=value`` (the value as JSON, else as a string) for ``--set``."""
+    field, sep, value = text.partition("=")
+    if not sep or field not in AgentSettings.__dataclass_fields__:
+        raise argparse.ArgumentTypeError(f"not an AgentSettings field=value: {text!r}")
+    try:
+        return field, json.loads(value)
+    except json.JSONDecodeError:
+        return field, value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-without", action="store_true", help="with --auto-examples: only the 'with' run")
     parser.add_argument("--output", type=Path, default=None,
                         help="result file (default results/pa_proxy.json, or pa_proxy_autoex.json)")
+    parser.add_argument("--set", type=_setting, action="append", default=[], metavar="FIELD=VALUE",
+                        help="an AgentSettings field for this run (JSON value), e.g. format_examples=false")
     args = parser.parse_args(argv)
+    args.set = dict(args.set)
     logging.basicConfig(level=logging.WARNING)
     output = args.output or (RESULTS.with_name("pa_proxy_autoex.json") if args.auto_examples else RESULTS)
     result = run(args)

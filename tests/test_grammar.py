@@ -160,3 +160,72 @@ def test_llama_cpp_accepts_generated_grammars(tmp_path: Path, smollm2_path: Path
     texts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(texts) == 25
     assert all(t.startswith("1. ") for t in texts), texts
+
+
+def _accepts(grammar: str, text: str) -> bool:
+    """Whether the grammar (as the llguidance decoder compiles it) accepts ``text`` whole (byte tokens)."""
+    llguidance = pytest.importorskip("llguidance")
+    from llguidance.gbnf_to_lark import gbnf_to_lark
+    matcher = llguidance.LLMatcher(llguidance.LLTokenizer("byte"),
+                                   llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(grammar)))
+    data = list(text.encode())
+    return matcher.try_consume_tokens(data) == len(data) and matcher.is_accepting()
+
+
+@tool
+def send_sms(phone_numbers: list[str], text: str) -> str:
+    """Send a text message.
+
+    Args:
+        phone_numbers: the recipients' phone numbers.
+        text: the message.
+    """
+    return "ok"
+
+
+@tool
+def get_phone_number(name: str) -> str:
+    """Look up a contact's phone number."""
+    return name
+
+
+def test_identifier_parameters_take_only_written_identifiers_or_references() -> None:
+    tools = [get_phone_number, send_sms]
+    free = plan_grammar(tools)
+    held = plan_grammar(tools, identifiers={"phone": ["555-0142"], "email": []})
+    invented = '1. send_sms(phone_numbers=["555-0199"], text="hi")\n2. join()\n<END_OF_PLAN>'
+    written = '1. send_sms(phone_numbers=["555-0142"], text="hi")\n2. join()\n<END_OF_PLAN>'
+    looked_up = ('1. get_phone_number(name="Sid")\n2. send_sms(phone_numbers=[$1], text="hi")\n3. join()\n'
+                 '<END_OF_PLAN>')
+    assert _accepts(free, invented) and _accepts(free, written)
+    assert not _accepts(held, invented)
+    assert _accepts(held, written) and _accepts(held, looked_up)
+
+
+def test_a_tool_whose_identifier_has_no_source_yet_waits_for_a_lookup() -> None:
+    g = plan_grammar([get_phone_number, send_sms], identifiers={})
+    assert "send-sms-1-call" not in g  # step 1: nothing to pass yet
+    assert "send-sms-2-call" in g
+    assert not _accepts(g, '1. send_sms(phone_numbers=["Sid"], text="hi")\n2. join()\n<END_OF_PLAN>')
+    assert _accepts(g, '1. get_phone_number(name="Sid")\n2. send_sms(phone_numbers=[$1], text="hi")\n3. join()\n'
+                       '<END_OF_PLAN>')
+    only = plan_grammar([send_sms], identifiers={})
+    assert _accepts(only, "1. join()\n<END_OF_PLAN>")  # no tool can run: the plan can only end
+    check_gbnf(only)
+
+
+def test_the_agent_setting_puts_the_requests_identifiers_in_the_plan_grammar() -> None:
+    import datetime as dt
+
+    from tinyagent import Agent, AgentSettings
+    from tinyagent.models import ScriptedModel
+
+    grammars = {}
+    for on in (False, True):
+        model = ScriptedModel(['1. send_sms(phone_numbers=["555-0142"], text="late")\n2. join()\n<END_OF_PLAN>'])
+        agent = Agent(tools=[get_phone_number, send_sms], model=model,
+                      settings=AgentSettings(identifier_grammar=on, no_tool_check="off"))
+        agent.plan_sync("Text 555-0142 that I am running late", today=dt.date(2026, 12, 3))
+        grammars[on] = str(model.requests[0].grammar)
+    assert '"\\"555-0142\\""' in grammars[True] and "send-sms-1-call" in grammars[True]
+    assert '"\\"555-0142\\""' not in grammars[False]

@@ -5,6 +5,11 @@ schema order), values of each parameter's JSON type (enums as enums, strings wit
 their description states: :mod:`tinyagent._formats`), and ``$k``
 references only to earlier steps. Steps are unrolled up to ``max_steps`` so that step numbers are exact.
 
+Given the identifiers a request writes (``identifiers``), a parameter that holds e-mail addresses or phone numbers
+(by its schema and description: :func:`tinyagent._formats.identifier_kind`) takes only those, as written, or a
+``$k`` reference: a planner cannot invent a recipient. A tool whose required identifier has neither yet (no such
+identifier in the request, no earlier step) is not offered at that step, so a lookup comes first.
+
 An invalid GBNF can crash llama.cpp, so every grammar is checked by :func:`check_gbnf` before it is returned.
 """
 
@@ -16,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._formats import string_shapes
+from ._formats import identifier_kind, string_shapes
 from ._plan import END_OF_PLAN, JOIN
 from ._tools import Tool
 from .errors import ConfigurationError
@@ -211,6 +216,7 @@ def plan_grammar(
     options: GrammarOptions | None = None,
     first_step: int = 1,
     prior_steps: Sequence[int] = (),
+    identifiers: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The GBNF grammar of a plan over ``tools``.
 
@@ -219,6 +225,8 @@ def plan_grammar(
         options: caps on steps, strings, lists and nesting.
         first_step: the number of the first step (a replan continues the previous numbering).
         prior_steps: earlier steps whose results the new plan may reference.
+        identifiers: the identifiers the request (and conversation) writes, by kind (``"email"``, ``"phone"``):
+            the only literals an identifier parameter then takes. None: any value of the right shape.
 
     Raises:
         ConfigurationError: the generated grammar failed its check (a bug: please report it with the tool schemas).
@@ -241,9 +249,10 @@ def plan_grammar(
         if refs:
             ref_rule = f"ref-{k}"
             b.rules[ref_rule] = " | ".join(gbnf_literal(f"${r}") for r in sorted(set(refs), reverse=True))
-        calls = []
-        for t in tool_list:
-            calls.append(_call_rule(b, t, ref_rule, k))
+        calls = [c for t in tool_list if (c := _call_rule(b, t, ref_rule, k, identifiers)) is not None]
+        if not calls:
+            b.rules[f"step-{k}"] = f"{prefix} {end}"
+            continue
         call_rule = b.add(f"call-{k}", " | ".join(calls))
         b.rules[f"step-{k}"] = f'{prefix} ( {call_rule} "\\n" step-{k + 1} | {end} )'
     body = "\n".join(lines + [f"{name} ::= {rule}" for name, rule in b.rules.items()]) + _COMMON
@@ -251,16 +260,41 @@ def plan_grammar(
     return body
 
 
-def _call_rule(b: _Builder, t: Tool, ref: str | None, step: int) -> str:
+def _call_rule(b: _Builder, t: Tool, ref: str | None, step: int,
+               identifiers: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """The rule for one call of ``t`` at ``step``; None when a required identifier has no allowed value yet."""
     props: Mapping[str, Any] = t.parameters.get("properties", {})
     required = set(t.parameters.get("required", []))
     hint = f"{t.name}-{step}"
     items = []
     for pname, pschema in props.items():
-        val = b.value(pschema, ref, f"{hint}-{pname}")
+        kind = identifier_kind(pschema) if identifiers is not None else None
+        if kind is None:
+            val: str | None = b.value(pschema, ref, f"{hint}-{pname}")
+        else:
+            val = _identifier_rule(b, pschema, ref, (identifiers or {}).get(kind, ()), f"{hint}-{pname}")
+        if val is None:
+            if pname in required:
+                return None
+            continue
         items.append((gbnf_literal(f"{pname}="), val, pname in required))
     chain = b.chain(items, hint)
     return b.add(f"{hint}-call", f"{gbnf_literal(t.name + '(')} {chain} \")\"")
+
+
+def _identifier_rule(b: _Builder, schema: Mapping[str, Any], ref: str | None, written: Sequence[str],
+                     hint: str) -> str | None:
+    """An identifier parameter's value: one of the ``written`` identifiers or a reference (a list: at least one of
+    them); None when there is neither."""
+    alts = ([ref] if ref else []) + [gbnf_literal(json.dumps(w, ensure_ascii=False)) for w in dict.fromkeys(written)]
+    if not alts:
+        return None
+    item = b.add(f"{hint}-id", " | ".join(alts))
+    if schema.get("type") != "array":
+        return item
+    more = max(0, b.options.max_array_items - 1)
+    body = f'"[" {item} ( ", " {item} ){{0,{more}}} "]"'
+    return b.add(hint, f"{ref} | {body}" if ref else body)
 
 
 def joiner_grammar(allow_replan: bool, max_chars: int = 600) -> str:

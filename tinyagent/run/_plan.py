@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from .._events import StepPlanned
 from .._grammar import plan_grammar
+from .._grounding import written_identifiers
 from .._plan import END_OF_PLAN, JOIN, Call, Plan
 from .._plan_parser import PlanStreamParser
 from .._prompts import build_planner_messages, grounding_for
@@ -21,7 +22,7 @@ from ..models import Completion, Model, ModelRequest, Preference
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunState
 
-__all__ = ["PlanStream", "call_model", "join_floors", "plan_grammar_for", "plan_once", "planner_request"]
+__all__ = ["PlanStream", "call_model", "join_floors", "known_text", "plan_grammar_for", "plan_once", "planner_request"]
 
 _MAX_GRAMMARS = 64
 Repair = Callable[[Call, Mapping[int, Call]], Call]
@@ -68,9 +69,15 @@ def planner_request(state: RunState, settings: AgentSettings, router: RoutingHoo
     grammar = None
     if settings.use_grammar and model.supports_grammar:
         allowed = {n: t for n, t in tools.items() if n not in state.banned} if state.banned else tools
-        grammar = plan_grammar_for(state.grammars, allowed, settings, first_step, tuple(prior_steps))
+        written = written_identifiers(known_text(state.query, state.history)) if settings.identifier_grammar else None
+        grammar = plan_grammar_for(state.grammars, allowed, settings, first_step, tuple(prior_steps), written)
     return ModelRequest(messages=messages, grammar=grammar, max_tokens=settings.planner_max_tokens,
                         stop=(END_OF_PLAN,), logprobs=router.wants_logprobs, prefer=join_floors(settings, first_step))
+
+
+def known_text(query: str, history: Iterable[Mapping[str, Any]], observations: Iterable[str] = ()) -> str:
+    """What a literal identifier may come from: the request, the conversation and the results so far."""
+    return " ".join([query, *(str(m.get("content", "")) for m in history), *observations])
 
 
 def join_floors(settings: AgentSettings, first_step: int) -> tuple[Preference, ...]:
@@ -86,15 +93,18 @@ def join_floors(settings: AgentSettings, first_step: int) -> tuple[Preference, .
 
 
 def plan_grammar_for(cache: dict[tuple[Any, ...], str], tools: Mapping[str, Tool], settings: AgentSettings,
-                     first_step: int, prior_steps: tuple[int, ...]) -> str:
-    """The plan grammar, memoised in ``cache`` (the run's) per offered tool set and numbering."""
-    key = (tuple(tools), first_step, prior_steps)
+                     first_step: int, prior_steps: tuple[int, ...],
+                     identifiers: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The plan grammar, memoised in ``cache`` (the run's) per offered tool set, numbering and written
+    identifiers (None: identifier parameters are not limited to them)."""
+    ids = None if identifiers is None else tuple((k, tuple(v)) for k, v in sorted(identifiers.items()))
+    key = (tuple(tools), first_step, prior_steps, ids)
     grammar = cache.get(key)
     if grammar is None:
         if len(cache) > _MAX_GRAMMARS:
             cache.clear()
         grammar = cache[key] = plan_grammar(tools, options=settings.grammar, first_step=first_step,
-                                            prior_steps=prior_steps)
+                                            prior_steps=prior_steps, identifiers=identifiers)
     return grammar
 
 

@@ -34,6 +34,7 @@ from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import channel_problem
 from ._no_tool import _grounded, _stem, _words, request_text
+from ._plan import known_text
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
@@ -503,11 +504,6 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     if grounding is not None:
         call = drop_ungrounded_optionals(call, tools, grounding)
     return date_only(wrap_bare_refs(call, tools), tools, days)
-
-
-def known_text(query: str, history: Iterable[Mapping[str, Any]], observations: Iterable[str] = ()) -> str:
-    """What a literal identifier may come from: the request, the conversation and the results so far."""
-    return " ".join([query, *(str(m.get("content", "")) for m in history), *observations])
 
 
 def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, tools: Mapping[str, Tool], *,

@@ -89,6 +89,10 @@ class AgentSettings:
             drops the lookup); a call that passes one found nowhere in the request, the conversation or the results
             is rejected before it runs and the planner asked again once, with the reason
             (``tinyagent.run._repair``).
+        identifier_grammar: the plan grammar lets an identifier parameter (e-mail addresses, phone numbers, by
+            schema and description) take only the identifiers the request or the conversation writes, as written,
+            or a ``$k`` reference; a tool that needs one the planner has neither of is not offered at that step,
+            so the lookup comes first (:func:`tinyagent._grammar.plan_grammar`). False: any value of the shape.
         ungrounded_optionals: ``"drop"``: leave out an optional argument that is a number or a short text found
             nowhere in the request (``year=2026``, ``price_min=100``: the tool's default is the better value);
             ``"keep"``: pass what the planner wrote.
@@ -113,4 +117,5 @@ class AgentSettings:
     tool_order: Literal["registry", "relevance"] = "registry"
     grounding: bool = True
     given_identifiers: bool = True
+    identifier_grammar: bool = False
     ungrounded_optionals: Literal["drop", "keep"] = "drop"

@@ -90,8 +90,10 @@ class LlamaCppModel(PrefixCaching, Model):
     (see ``tinyagent._prompts``), but the examples, and with a retriever the tools, are chosen per request. So the
     first prompt that resembles nothing saved saves its whole system message; when a later prompt (in this process
     or from a file) shares only part of an earlier one, the shared part, if it lies within the system message, is
-    saved too: that is the part that is static (the rules and tools). Request-specific text (after the system
-    message) is never saved, so a new request costs no new file once its static part is known. The system
+    saved too: that is the part that is static (the rules and tools). The whole system message is saved as well
+    when at least 64 of its tokens (the per-request examples) are past what was loaded, so the same request, or
+    one with the same examples, loads it whole next time (a ~60 MB file for the 1.5B; the size cap bounds them).
+    Request-specific text after the system message is never saved. The system
     message's end, in tokens, is the longest common prefix of the prompt and of its text cut after the system
     message's content, so a template that merges tokens across that point only shortens the prefix.
 

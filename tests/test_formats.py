@@ -115,3 +115,12 @@ def test_the_grounding_note_shows_first_the_form_a_parameter_takes() -> None:
     assert '"next week" = 2026-12-07 =' in iso_ok or iso_ok.endswith('"next week" = 2026-12-07')
     other = grounding_for("lunch tomorrow at noon", today, registry("when, as YYYY-MM-DD HH:MM:SS").values())
     assert other.splitlines()[-1] == '- "tomorrow at noon" = 2026-12-02 12:00:00 = 2026-12-02T12:00'
+
+
+def test_written_identifiers_keep_the_request_s_spelling_and_skip_dates() -> None:
+    from tinyagent._formats import written_identifiers
+
+    assert written_identifiers("Text +1 (415) 555 2671 and mail bob@x.io") == {
+        "email": ["bob@x.io"], "phone": ["+1 (415) 555 2671"]}
+    assert written_identifiers("call 5550142 at 10:30 on 2026-12-03")["phone"] == ["5550142"]
+    assert written_identifiers("Buy 3 items for 25 dollars") == {"email": [], "phone": []}

@@ -19,12 +19,15 @@ parameter's name; a description that states no shape leaves the value free.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["date_patterns", "identifier_kind", "string_shapes"]
+from ._grounding import ground
+
+__all__ = ["date_patterns", "identifier_kind", "string_shapes", "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
@@ -106,6 +109,27 @@ def identifier_kind(schema: Mapping[str, Any]) -> str | None:
         return None
     shapes = string_shapes(schema)
     return "email" if _EMAIL in shapes else "phone" if _PHONE in shapes else None
+
+
+_PHONE_LIKE = re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{3,}\d(?![\w])")
+_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}")
+
+
+def written_identifiers(text: str) -> dict[str, list[str]]:
+    """The e-mail addresses and phone numbers ``text`` writes, as written: ``{"email": [...], "phone": [...]}``.
+
+    Generous with phone numbers (any run of 5+ digits with phone separators that is not a date or a time), since an
+    identifier missed here is one the plan grammar (``identifier_grammar``) would not let the planner write.
+    """
+    out: dict[str, list[str]] = {"email": [], "phone": []}
+    for value in ground(text, dt.date.today()):
+        if value.kind in out and value.value not in out[value.kind]:
+            out[value.kind].append(value.value)
+    for m in _PHONE_LIKE.finditer(text):
+        run = m.group().strip().rstrip(".-(")
+        if sum(c.isdigit() for c in run) >= 5 and not _DATE_OR_TIME.fullmatch(run) and run not in out["phone"]:
+            out["phone"].append(run)
+    return out
 
 
 def _date_shape(pattern: str) -> str:

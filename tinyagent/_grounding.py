@@ -34,8 +34,7 @@ from typing import Any, Literal
 
 from dateutil.relativedelta import relativedelta
 
-__all__ = ["GroundedValue", "format_for_schema", "ground", "grounding_note", "strftime_pattern", "values_for_parameter",
-           "written_identifiers"]
+__all__ = ["GroundedValue", "format_for_schema", "ground", "grounding_note", "strftime_pattern", "values_for_parameter"]
 
 Kind = Literal["date", "datetime", "time", "email", "phone", "path", "url", "number"]
 
@@ -162,27 +161,6 @@ def _identifiers(request: str) -> list[GroundedValue]:
             found.append(GroundedValue(text, kind, text, start, end))
             taken[start:end] = [True] * (end - start)
     return found
-
-
-_PHONE_LIKE = re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{3,}\d(?![\w])")
-
-
-def written_identifiers(text: str) -> dict[str, list[str]]:
-    """The e-mail addresses and phone numbers ``text`` writes, as written: ``{"email": [...], "phone": [...]}``.
-
-    Generous with phone numbers (any run of 5+ digits with phone separators that is not a date or a time), since an
-    identifier missed here is one the plan grammar would not let the planner write.
-    """
-    out: dict[str, list[str]] = {"email": [], "phone": []}
-    for value in _identifiers(text):
-        if value.kind in out and value.value not in out[value.kind]:
-            out[value.kind].append(value.value)
-    for m in _PHONE_LIKE.finditer(text):
-        run = m.group().strip().rstrip(".-(")
-        digits = sum(c.isdigit() for c in run)
-        if digits >= 5 and not _DATE_LIKE.fullmatch(run) and run not in out["phone"]:
-            out["phone"].append(run)
-    return out
 
 
 def _is_phone(text: str) -> bool:

@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from .._events import StepPlanned
+from .._formats import written_identifiers
 from .._grammar import plan_grammar
-from .._grounding import written_identifiers
 from .._plan import END_OF_PLAN, JOIN, Call, Plan
 from .._plan_parser import PlanStreamParser
 from .._prompts import build_planner_messages, grounding_for

@@ -19,13 +19,12 @@ parameter's name; a description that states no shape leaves the value free.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._grounding import ground
+from ._grounding import DATE_LIKE, identifiers
 
 __all__ = ["date_patterns", "identifier_kind", "string_shapes", "written_identifiers"]
 
@@ -112,7 +111,6 @@ def identifier_kind(schema: Mapping[str, Any]) -> str | None:
 
 
 _PHONE_LIKE = re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{3,}\d(?![\w])")
-_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}")
 
 
 def written_identifiers(text: str) -> dict[str, list[str]]:
@@ -122,12 +120,12 @@ def written_identifiers(text: str) -> dict[str, list[str]]:
     identifier missed here is one the plan grammar (``identifier_grammar``) would not let the planner write.
     """
     out: dict[str, list[str]] = {"email": [], "phone": []}
-    for value in ground(text, dt.date.today()):
+    for value in identifiers(text):
         if value.kind in out and value.value not in out[value.kind]:
             out[value.kind].append(value.value)
     for m in _PHONE_LIKE.finditer(text):
         run = m.group().strip().rstrip(".-(")
-        if sum(c.isdigit() for c in run) >= 5 and not _DATE_OR_TIME.fullmatch(run) and run not in out["phone"]:
+        if sum(c.isdigit() for c in run) >= 5 and not DATE_LIKE.fullmatch(run) and run not in out["phone"]:
             out["phone"].append(run)
     return out
 

@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 from dateutil.relativedelta import relativedelta
 
-__all__ = ["GroundedValue", "format_for_schema", "ground", "grounding_note", "strftime_pattern", "values_for_parameter"]
+__all__ = ["DATE_LIKE", "GroundedValue", "format_for_schema", "ground", "grounding_note", "identifiers",
+           "strftime_pattern", "values_for_parameter"]
 
 Kind = Literal["date", "datetime", "time", "email", "phone", "path", "url", "number"]
 
@@ -142,10 +143,11 @@ _IDENT_PATTERNS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
     ("path", re.compile(rf"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.(?:{_PATH_EXT})\b", re.IGNORECASE)),
     ("phone", re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{5,}\d(?![\w])")),
 )
-_DATE_LIKE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}")
+DATE_LIKE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}")
 
 
-def _identifiers(request: str) -> list[GroundedValue]:
+def identifiers(request: str) -> list[GroundedValue]:
+    """The e-mail addresses, URLs, paths and phone numbers ``request`` writes, as written (no dates or numbers)."""
     found: list[GroundedValue] = []
     taken = [False] * len(request)
     for kind, pattern in _IDENT_PATTERNS:
@@ -165,7 +167,7 @@ def _identifiers(request: str) -> list[GroundedValue]:
 
 def _is_phone(text: str) -> bool:
     digits = sum(c.isdigit() for c in text)
-    if digits < 7 or digits > 15 or _DATE_LIKE.search(text):
+    if digits < 7 or digits > 15 or DATE_LIKE.search(text):
         return False
     groups = re.split(r"[\s().-]+", text.lstrip("+"))
     # "1500 2000 3000" is a list of numbers, not a phone: plain space-separated groups need a leading + or a
@@ -440,7 +442,7 @@ def ground(request: str, today: dt.date, *, now: dt.time | None = None) -> list[
     Returns:
         The values in order of appearance, without overlaps (see the module docstring for the rules).
     """
-    found = _identifiers(request)
+    found = identifiers(request)
     masked = _mask(request, found)
     found += _dates(request, masked, today, now)
     masked = _mask(request, found)

@@ -233,8 +233,6 @@ def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair
     return repair
 
 
-
-
 async def _replay(calls: list[Call]) -> AsyncIterator[Call]:
     for call in calls:
         yield call

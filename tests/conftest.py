@@ -10,6 +10,7 @@ against a stand-in backend (a mock HTTP transport, a local fault server) and is 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,9 @@ import pytest
 from _helpers_functions import TODAY
 
 REAL_MODEL_MARKERS = ("slow", "real_model")
+# No test leaves a resident worker behind (``tinyagent.apps.resident``): every ``tinyagent`` command a test starts
+# runs in its own process unless the test sets its own keep-alive.
+os.environ["TINYAGENT_KEEP_ALIVE"] = "0"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "default_data_dir",
     "default_model_name",
     "jsonable",
+    "keep_models_loaded",
     "load_model_spec",
     "load_tools",
     "parse_today",
@@ -43,6 +44,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 SCRIPTED_PREFIX = "scripted:"
 OPENAI_PREFIX = "openai:"
+# The resident worker's loaded model, by (spec, threads); None outside a worker (every call loads).
+_KEPT: dict[tuple[str, int | None], Model] | None = None
 
 
 # -- JSON ---------------------------------------------------------------------------------------------------------
@@ -271,6 +274,14 @@ def scripted_model_from_file(path: str | os.PathLike[str]) -> Model:
     return ScriptedModel(script, name=f"scripted:{file.name}", delay_s=delay)
 
 
+def keep_models_loaded() -> None:
+    """From now on :func:`load_model_spec` keeps the last local model it loaded and hands it out again for the same
+    spec and threads (the resident worker calls this; a scripted model is read afresh each time)."""
+    global _KEPT
+    if _KEPT is None:
+        _KEPT = {}
+
+
 def load_model_spec(spec: str, *, threads: int | None = None) -> Model:
     """Turn ``--model`` into a model.
 
@@ -299,7 +310,14 @@ def load_model_spec(spec: str, *, threads: int | None = None) -> Model:
     kwargs: dict[str, Any] = {}
     if threads is not None and not spec.startswith(OPENAI_PREFIX):
         kwargs["n_threads"] = threads
+    key = (spec, threads)
+    if _KEPT is not None and key in _KEPT:
+        return _KEPT[key]
+    if _KEPT:
+        _KEPT.clear()  # one resident model: the old one goes before the new one loads
     model: Model = load_model(spec, **kwargs)
+    if _KEPT is not None:
+        _KEPT[key] = model
     return model
 
 

@@ -8,7 +8,8 @@ Global options (accepted before or after the command): ``--model NAME|PATH.gguf|
 (see :func:`tinyagent.apps._runtime.scripted_model_from_file`), so the apps can be driven without weights.
 
 Commands: run, chat, plan, tools, models, demo, eval, examples, distill, finetune, quant, retrieval, routing, serve,
-voice, mcp, doctor. ``python -m tinyagent.finetune|quant|models`` run the same commands (see :func:`main_with_prefix`).
+voice, mcp, doctor, resident. ``python -m tinyagent.finetune|quant|models`` run the same commands (see
+:func:`main_with_prefix`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rich.text import Text as _Text
 from ...errors import TinyAgentError as _TinyAgentError
 from ._app import accept_global_options as _accept_global_options
 from ._app import app
+from .resident import app as _resident_app
 from .routing import app as _routing_app
 
 __all__ = ["app", "main", "main_with_prefix", "run_cli"]
@@ -34,6 +36,7 @@ for _module in ("run", "catalog", "evals", "examples", "finetune", "quant", "ret
                 "doctor"):
     importlib.import_module(f"{__name__}.{_module}")
 app.add_typer(_routing_app, name="routing")  # the routing package's sub-app lives in .routing
+app.add_typer(_resident_app, name="resident")
 _accept_global_options(app)
 
 

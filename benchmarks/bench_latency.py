@@ -15,9 +15,12 @@ recorded before and after: a second llama.cpp process on a 2-core machine slows 
   and on a foreign registry (a BFCL multi-turn API suite, no examples).
   Each set's agent is warmed first, as ``tinyagent warm [--tools T.json]`` does at install (``warm_s``,
   ``warm_tokens``: the rules and, with every tool offered, the tool list); ``first_s`` is the first request.
-* ``run``: ``tinyagent run`` on the README's demo request in a new process: cold (the first run after the README's
-  install command, ``demo init`` and ``tinyagent warm``: ``run_cold_s``, with ``install_warm_s`` for the warm step;
-  and without the warm step, nothing saved yet: ``run_cold_unwarmed_s``) and warm (the next run).
+* ``run``: the ``tinyagent`` command's ``run`` on the README's demo request, in a new process each: cold (the first
+  run after the README's install command, ``demo init`` and ``tinyagent warm``: ``run_cold_s``, with
+  ``install_warm_s`` for the warm step) and warm (the next run: ``run_warm_s``), with the resident worker that
+  ``warm`` leaves behind (the default, ``tinyagent.apps.resident``); the same three with every command in its own
+  process (``TINYAGENT_KEEP_ALIVE=0``): ``*_no_worker``; and without the warm step, nothing saved yet:
+  ``run_cold_unwarmed_s``.
 * ``joiner_s``: the answer step of that run with the default joiner (``auto``: a template answer for an action plan
   whose steps all succeeded), in process; ``joiner_llm_s`` / ``joiner_template_s`` and the first words' delay too.
   ``joiner_llm_prompt_tokens_at_join``: the prompt tokens the LLM joiner's own request evaluated (the instruction
@@ -202,11 +205,17 @@ def foreign_set(limit: int, suite: str = "vehicle_control") -> tuple[list[Tool],
 
 
 # -- whole runs ----------------------------------------------------------------------------------------------------
+def _tinyagent_command() -> list[str]:
+    """The ``tinyagent`` console script a user runs (it forwards to a resident worker when one is up)."""
+    script = Path(sys.executable).with_name("tinyagent")
+    return [str(script)] if script.is_file() else [sys.executable, "-c",
+                                                   "from tinyagent.apps.resident import main; main()"]
+
+
 def cli_run(env: dict[str, str], model_name: str, threads: int) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tinyagent.apps.cli", "--yes", "--model", model_name, "--threads",
-                    str(threads), "--today", TODAY.isoformat(), "run", DEMO_QUERY], env=env, check=True,
-                   capture_output=True, timeout=900)
+    subprocess.run([*_tinyagent_command(), "--yes", "--model", model_name, "--threads", str(threads), "--today",
+                    TODAY.isoformat(), "run", DEMO_QUERY], env=env, check=True, capture_output=True, timeout=900)
     return time.perf_counter() - start
 
 
@@ -225,25 +234,46 @@ def _fresh_home() -> tuple[Path, dict[str, str]]:
     return home, env
 
 
+def _install_then_two_runs(env: dict[str, str], model_name: str, threads: int) -> dict[str, float]:
+    """The README's install steps after ``demo init`` (``tinyagent warm``), the first run, the next run."""
+    start = time.perf_counter()
+    subprocess.run([*_tinyagent_command(), "--model", model_name, "--threads", str(threads), "warm"], env=env,
+                   check=True, capture_output=True, timeout=900)
+    out = {"install_warm_s": round(time.perf_counter() - start, 2)}
+    out["run_cold_s"] = round(cli_run(env, model_name, threads), 2)
+    out["run_warm_s"] = round(cli_run(env, model_name, threads), 2)
+    return out
+
+
 def run_cold_warm(model_name: str, threads: int) -> dict[str, Any]:
-    """The demo request in new processes: the first run after the README's install command (``demo init`` then
-    ``tinyagent warm``), the next run, and a first run without ``tinyagent warm`` (nothing saved yet)."""
+    """The demo request in new ``tinyagent`` processes: the first run after the README's install command (``demo
+    init`` then ``tinyagent warm``) and the next run, with the resident worker (the default: ``warm`` leaves it
+    behind, loading the model while the first run starts) and with ``TINYAGENT_KEEP_ALIVE=0`` (every command in its
+    own process, ``*_no_worker``); and a first run without ``tinyagent warm`` (nothing saved yet, no worker)."""
+    from tinyagent.apps.resident import KEEP_ALIVE_ENV, request_stop, socket_path
+
     out: dict[str, Any] = {}
     home, env = _fresh_home()
     try:
-        out["run_cold_unwarmed_s"] = round(cli_run(env, model_name, threads), 2)
+        out["run_cold_unwarmed_s"] = round(cli_run({**env, KEEP_ALIVE_ENV: "0"}, model_name, threads), 2)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     home, env = _fresh_home()
     try:
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "tinyagent.apps.cli", "--model", model_name, "--threads",
-                        str(threads), "warm"], env=env, check=True, capture_output=True, timeout=900)
-        out["install_warm_s"] = round(time.perf_counter() - start, 2)
-        out["run_cold_s"] = round(cli_run(env, model_name, threads), 2)
-        out["run_warm_s"] = round(cli_run(env, model_name, threads), 2)
+        alone = _install_then_two_runs({**env, KEEP_ALIVE_ENV: "0"}, model_name, threads)
+        out.update({f"{k}_no_worker": v for k, v in alone.items()})
     finally:
         shutil.rmtree(home, ignore_errors=True)
+    home, env = _fresh_home()
+    env = {**env, KEEP_ALIVE_ENV: "120"}
+    try:
+        out.update(_install_then_two_runs(env, model_name, threads))
+    finally:
+        path = socket_path(env)
+        if path is not None:
+            request_stop(path)
+        shutil.rmtree(home, ignore_errors=True)
+    out["run_resident_worker"] = True
     return out
 
 

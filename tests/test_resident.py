@@ -139,6 +139,30 @@ def test_the_worker_runs_the_command_as_this_process_would(worker: tuple[Path, s
     assert run.returncode == 0 and "refused (no terminal to ask" in run.stdout
 
 
+def test_a_tools_file_and_its_helpers_are_imported_afresh(worker: tuple[Path, subprocess.Popen[bytes]],
+                                                          env: dict[str, str], tmp_path: Path) -> None:
+    """The worker forgets modules a command imported from outside the environment: an edited helper is seen."""
+    path, _ = worker
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_tools.py").write_text(
+        "import pathlib, sys\nsys.path.insert(0, str(pathlib.Path(__file__).parent))\nimport greeting_text\n"
+        "from tinyagent import tool\n\n@tool\ndef greet(name: str) -> str:\n"
+        "    \"\"\"Greets someone.\"\"\"\n    return greeting_text.WORDS + name\n")
+    script = tmp_path / "greet.json"
+    script.write_text(json.dumps({"default": '1. greet(name="Sid")\n2. join()\n<END_OF_PLAN>',
+                                  "default_join": "Answer: done"}))
+    answers = []
+    for words in ("hello ", "goodbye "):
+        (project / "greeting_text.py").write_text(f"WORDS = {words!r}\n")
+        done = _client(env, "--model", f"scripted:{script}", "--tools", "my_tools.py", "--json", "run", "greet Sid",
+                       cwd=project)
+        assert done.returncode == 0, done.stderr
+        answers.append(json.dumps(json.loads(done.stdout)["steps"]))
+    assert "hello Sid" in answers[0] and "goodbye Sid" in answers[1]
+    assert resident.request_status(path)["served"] == 2  # type: ignore[index]
+
+
 def test_a_terminal_prompt_is_answered_through_the_worker(worker: tuple[Path, subprocess.Popen[bytes]],
                                                          env: dict[str, str], script: Path) -> None:
     path, _ = worker

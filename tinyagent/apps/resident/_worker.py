@@ -192,10 +192,22 @@ def _client_terminal(fds: Sequence[int], encoding: str) -> Iterator[None]:
                 os.close(fd)
 
 
+def _forget_user_modules(before: set[str]) -> None:
+    installed = tuple({str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    own = str(Path(__file__).resolve().parents[2])
+    for name in set(sys.modules) - before:
+        origin = getattr(sys.modules.get(name), "__file__", None)
+        if origin and not str(Path(origin).resolve()).startswith((*installed, own)):
+            sys.modules.pop(name, None)
+
+
 @contextlib.contextmanager
 def _client_process(payload: dict[str, Any]) -> Iterator[None]:
-    """The client's environment and working directory for the command; the root logger's handlers put back."""
+    """The client's environment and working directory for the command; the root logger's handlers put back, and
+    the modules the command imported from outside this Python environment (a tools file's own helpers, a
+    project's package) forgotten, so that the next command imports them as they are then."""
     saved_env = dict(os.environ)
+    saved_modules = set(sys.modules)
     saved_cwd = os.getcwd()
     root = logging.getLogger()
     saved_handlers, saved_level = list(root.handlers), root.level
@@ -210,6 +222,7 @@ def _client_process(payload: dict[str, Any]) -> Iterator[None]:
             os.chdir(cwd)
         yield
     finally:
+        _forget_user_modules(saved_modules)
         root.handlers[:] = saved_handlers
         root.setLevel(saved_level)
         os.environ.clear()

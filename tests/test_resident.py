@@ -60,6 +60,15 @@ def test_worker_key_follows_the_configuration_not_the_keep_alive() -> None:
     assert resident.worker_key({**env, "HOME": "/home/b"}) != key
 
 
+def test_worker_key_ignores_how_the_interpreter_is_spelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    link = tmp_path / "python3"  # the console script says .../bin/python3, a benchmark .../bin/python
+    link.symlink_to(sys.executable)
+    env = {"HOME": "/home/a"}
+    key = resident.worker_key(env)
+    monkeypatch.setattr(sys, "executable", str(link))
+    assert resident.worker_key(env) == key
+
+
 def test_runtime_dir_is_private_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     folder = resident.runtime_dir()

@@ -133,7 +133,8 @@ def worker_key(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     relevant = sorted((k, v) for k, v in env.items() if k.startswith(_KEY_ENV_PREFIXES) or k in _KEY_ENV_NAMES)
     relevant = [(k, v) for k, v in relevant if k not in (KEEP_ALIVE_ENV, "XDG_SESSION_ID", "XDG_RUNTIME_DIR")]
-    text = json.dumps([sys.executable, _source_stamp(), relevant])
+    # The environment's prefix and the real interpreter, not sys.executable's spelling (python vs python3).
+    text = json.dumps([sys.prefix, os.path.realpath(sys.executable), _source_stamp(), relevant])
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -302,6 +303,7 @@ def spawn_worker(path: Path, model: str | None, threads: str | None, keep_alive_
     for other in path.parent.glob("*.sock"):
         if other != path:
             request_stop(other, timeout_s=0.0)
+    _forget_old_workers(path)
     command = [sys.executable, "-m", "tinyagent.apps.resident", "--socket", str(path), "--keep-alive",
                str(keep_alive_s)]
     if model:
@@ -317,6 +319,17 @@ def spawn_worker(path: Path, model: str | None, threads: str | None, keep_alive_
     finally:
         os.close(log_fd)
     return process.pid
+
+
+def _forget_old_workers(path: Path, age_s: float = 3600.0) -> None:
+    """Remove the lock and log files of workers that ended over ``age_s`` ago (older code, other settings)."""
+    now = time.time()
+    for leftover in [*path.parent.glob("*.lock"), *path.parent.glob("*.log")]:
+        if leftover.stem == path.stem or leftover.with_suffix(".sock").exists():
+            continue
+        with contextlib.suppress(OSError):
+            if now - leftover.stat().st_mtime > age_s:
+                leftover.unlink()
 
 
 def _keeps_model(parsed: ResidentCommand) -> bool:

@@ -14,6 +14,7 @@ Usage (heavy: run it alone, under the shared lock)::
     flock /tmp/tinyagent-heavy.lock python benchmarks/bench_foreign.py
     python benchmarks/bench_foreign.py --model smollm2-135m --limit 2 --registries mt_gorilla_file_system,bfcl_live
     python benchmarks/bench_foreign.py --distill            # also the distillation row (about an hour)
+    python benchmarks/bench_foreign.py --distill-only --distill-n 40 --distill-steps 24 --distill-eval 10
     python benchmarks/bench_foreign.py --auto-examples --limit 6   # without vs with automatic examples
 
 ``--auto-examples`` plans every case twice, without and with the automatic examples of
@@ -120,19 +121,23 @@ def distill_cases(data: Path, suite: str) -> tuple[list[dict[str, Any]], list[Fo
     return [{"type": "function", "function": f} for f in functions], held
 
 
-def run_distillation(data: Path, teacher: str, student: str, threads: int, work: Path) -> dict[str, Any]:
-    """Distil the suite's tools with ``tinyagent.apps.finetune_on_device.run`` and score base, tuned and teacher."""
+def run_distillation(data: Path, teacher: str, student: str, threads: int, work: Path, n: int = 200,
+                     steps: int = -1, eval_n: int = 0) -> dict[str, Any]:
+    """Distil the suite's tools with ``tinyagent.apps.finetune_on_device.run`` and score base, tuned and teacher
+    on the same held-out requests (the first ``eval_n``, or all); ``n`` requests synthesised, ``steps`` training
+    steps (-1: the pipeline's epochs)."""
     from tinyagent.apps.finetune_on_device import OnDeviceSettings, run
     from tinyagent.evals import planning_accuracy
     from tinyagent.models import ModelCatalog
 
     tools, held = distill_cases(data, DISTILL_SUITE)
+    held = held[:eval_n] if eval_n else held
     work.mkdir(parents=True, exist_ok=True)
     tools_file, eval_file = work / "tools.json", work / "eval.jsonl"
     tools_file.write_text(json.dumps(tools, indent=1), encoding="utf-8")
     eval_file.write_text("".join(json.dumps(c.case.to_json()) + "\n" for c in held), encoding="utf-8")
     report = run(OnDeviceSettings(tools=str(tools_file), teacher=teacher, student=student, work=work / "run",
-                                  eval_set=eval_file, threads=threads))
+                                  eval_set=eval_file, threads=threads, n=n, steps=steps))
     from tinyagent import ToolRegistry
 
     teacher_acc = planning_accuracy(ModelCatalog().path(teacher), [c.case for c in held],
@@ -140,7 +145,8 @@ def run_distillation(data: Path, teacher: str, student: str, threads: int, work:
     after = (report.get("eval_after") or {}).get("adapter") or {}
     return {"registry": f"mt_{DISTILL_SUITE}", "base_acc": (report.get("eval_before") or {}).get("dag_success"),
             "tuned_acc": after.get("dag_success"), "teacher_acc": teacher_acc.get("dag_success"), "n": len(held),
-            "teacher": teacher, "student": student, "status": "run", "report": str(work / "run" / "report.json")}
+            "teacher": teacher, "student": student, "requests": n, "steps": steps, "status": "run",
+            "report": str(work / "run" / "report.json")}
 
 
 def compare_auto_examples(args: argparse.Namespace, names: list[str], data: Path) -> int:
@@ -185,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--distill", action="store_true",
                         help="also run the distillation row (finetune_on_device on mt_gorilla_file_system; ~1 h)")
+    parser.add_argument("--distill-only", action="store_true",
+                        help="only the distillation row; the registries' rows already in --output are kept")
+    parser.add_argument("--distill-n", type=int, default=200, help="requests the teacher synthesises (default 200)")
+    parser.add_argument("--distill-steps", type=int, default=-1, help="training steps (default: the epochs)")
+    parser.add_argument("--distill-eval", type=int, default=0, help="held-out requests scored (default: all)")
     parser.add_argument("--teacher", default="qwen2.5-coder-1.5b")
     parser.add_argument("--student", default="qwen2.5-coder-0.5b")
     parser.add_argument("--work", type=Path, default=Path("tinyagent-foreign-distill"))
@@ -202,15 +213,19 @@ def main(argv: list[str] | None = None) -> int:
     info: dict[str, Any] = {}
     machine("before", info)
     start = time.perf_counter()
-    rows = run_registries(args.model, names, data, args.limit, args.threads)
+    kept = json.loads(args.output.read_text(encoding="utf-8")) if args.distill_only and args.output.exists() else {}
+    rows = kept.get("cases", {}) if args.distill_only else run_registries(args.model, names, data, args.limit,
+                                                                           args.threads)
     distillation: dict[str, Any] = {"registry": f"mt_{DISTILL_SUITE}", "base_acc": None, "tuned_acc": None,
                                     "teacher_acc": None, "n": None,
                                     "status": "not run: pass --distill (about an hour on 2 cores)"}
-    if args.distill:
-        distillation = run_distillation(data, args.teacher, args.student, args.threads, args.work)
+    if args.distill or args.distill_only:
+        distillation = run_distillation(data, args.teacher, args.student, args.threads, args.work, args.distill_n,
+                                        args.distill_steps, args.distill_eval)
     machine("after", info)
     result = {
-        "registries": {name: summarize(r) for name, r in rows.items()},
+        "registries": kept.get("registries", {}) if args.distill_only else
+        {name: summarize(r) for name, r in rows.items()},
         "distillation": distillation,
         "machine": info,
         "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "parity": "even",
@@ -218,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
                      "seconds": round(time.perf_counter() - start, 1)},
         "cases": rows,
     }
+    if args.distill_only:  # the registries' rows, machine and settings stay those of the run that measured them
+        result["machine"] = kept.get("machine", {})
+        result["settings"] = {**kept.get("settings", {}), "distillation_run": {
+            "machine": info, "date": dt.date.today().isoformat(), "threads": args.threads,
+            "seconds": round(time.perf_counter() - start, 1)}}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps({"registries": result["registries"], "distillation": distillation}, indent=2))

@@ -258,18 +258,23 @@ def _await_exit(sock: socket.socket) -> int | None:
             sys.stderr.write("waiting for the resident tinyagent worker (loading, or another request)…\n")
 
 
-def request_status(path: Path) -> dict[str, Any] | None:
-    """The worker's status (``pid``, ``model``, ``served``, ``idle_s``, ``keep_alive_s``, ``busy``, ``queued``),
-    or None when none is listening."""
+def _ask(path: Path, op: str) -> str | None:
+    """Send ``op`` (``status``, ``stop``) and return the worker's one-line reply; None when none answered."""
     sock = _connect(path)
     if sock is None:
         return None
     with sock:
         try:
-            send_request(sock, {"op": "status"})
-            line = LineReader(sock).readline()
+            send_request(sock, {"op": op})
+            return LineReader(sock).readline()
         except OSError:
             return None
+
+
+def request_status(path: Path) -> dict[str, Any] | None:
+    """The worker's status (``pid``, ``model``, ``served``, ``idle_s``, ``keep_alive_s``, ``busy``, ``queued``),
+    or None when none is listening."""
+    line = _ask(path, "status")
     if line is None or not line.startswith("status "):
         return None
     status: dict[str, Any] = json.loads(line[7:])
@@ -278,15 +283,8 @@ def request_status(path: Path) -> dict[str, Any] | None:
 
 def request_stop(path: Path, timeout_s: float = 30.0) -> bool:
     """Ask the worker to exit once its current request is done; wait until it has. False when none was running."""
-    sock = _connect(path)
-    if sock is None:
+    if _ask(path, "stop") is None:
         return False
-    with sock:
-        try:
-            send_request(sock, {"op": "stop"})
-            LineReader(sock).readline()
-        except OSError:
-            return False
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and path.exists():
         time.sleep(0.05)

@@ -111,3 +111,32 @@ def test_open_data_block_is_the_start_of_the_closed_one() -> None:
                                   allow_replan=False, boundary="DATA-1", open_end=True)
     assert follow[-1]["content"].startswith(ahead[-1]["content"])
     assert follow[-1]["content"].rstrip().endswith("do instead>`.")
+
+
+@tool(effects="read")
+def long_note(title: str) -> str:
+    """Read a long note."""
+    return f"# {title}\n" + "".join(f"- point {i}: the webhook retries need a design review first.\n" for i in range(8))
+
+
+@tool(effects="outgoing")
+def post_note(channel: str, body: str) -> dict[str, object]:
+    """Post text to a channel."""
+    return {"channel": channel, "body": body, "status": "posted", "mentions": [], "receipt": {"channel": channel,
+                                                                                              "id": 7}}
+
+
+def test_the_joiner_reads_a_forwarded_result_by_its_start_and_a_receipt_without_echoes() -> None:
+    plan = '1. long_note(title="standup")\n2. post_note(channel="team", body=$1)\n3. join()\n<END_OF_PLAN>'
+    model = PrefillingModel([plan, "Answer: posted."])
+    agent = Agent([long_note, post_note], model=model, settings=AgentSettings(joiner="llm"),  # type: ignore[arg-type]
+                  confirm=lambda _: True)
+    result = agent.run_sync("Post my standup note to the team channel")
+    final = model.requests[-1].messages[-1]["content"]
+    note = long_note.function("standup")  # type: ignore[misc]
+    assert "point 0" in final and "point 5" not in final  # the note went on to step 2: only its start here
+    assert f"({len(note)} characters in all, passed whole to step 2)" in final
+    assert '-> {"status": "posted", "receipt": {"id": 7}}' in final  # channel, body and the empty list dropped
+    for messages in model.prefilled:  # evaluated ahead with the same lines: each a prefix of the final prompt
+        assert final.startswith(messages[-1]["content"])
+    assert "point 5" in result.steps[0].observation()  # a replan still sees the whole result

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._plan import Call, Plan, refs_to_strings
-from ._prompts import format_observation
+from ._plan import Call, Plan, Ref, refs_to_strings
+from ._prompts import compact_result, format_observation, forwarded_observation
 from .models import Usage
 
 __all__ = [
+    "joiner_consumers",
+    "joiner_lines",
     "AnswerDelta",
     "AnswerEvent",
     "NoToolCheck",
@@ -77,12 +79,21 @@ class StepRecord:
         """Whether the step succeeded."""
         return self.status == "ok"
 
-    def observation(self) -> str:
-        """``k. tool(args) -> result`` for the joiner and replan prompts."""
+    def observation(self, *, for_joiner: bool = False, consumer: int | None = None,
+                    resolved: Mapping[str, Any] | None = None) -> str:
+        """``k. tool(args) -> result`` for the replan prompt (and, ``for_joiner``, for the joiner: a dict result
+        without what the call's text or an earlier result already says (``resolved``: the arguments with each
+        ``$k`` replaced by that step's result), and only the start of a long result that step ``consumer`` took
+        whole; see :func:`joiner_lines`)."""
         call = Call(self.id, self.name, self.args).to_text() if self.args is not None else f"{self.id}. {self.name}()"
-        if self.ok:
+        if not self.ok:
+            return f"{call} -> {self.status.upper()}: {self.error}"
+        if not for_joiner:
             return f"{call} -> {format_observation(self.result)}"
-        return f"{call} -> {self.status.upper()}: {self.error}"
+        value = compact_result(self.result, resolved if resolved is not None else self.args or {})
+        if consumer is None:
+            return f"{call} -> {format_observation(value)}"
+        return f"{call} -> {forwarded_observation(format_observation(value, limit=1 << 30), consumer)}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict."""
@@ -99,6 +110,34 @@ class StepRecord:
             "attempt": self.attempt,
             "provenance": dict(self.provenance),
         }
+
+
+def joiner_consumers(records: Mapping[int, StepRecord]) -> dict[int, int]:
+    """For each step whose whole result is an argument of a later step (``body=$2``, not inside a list), the first
+    such step: the joiner is shown only the start of that result (:meth:`StepRecord.observation`)."""
+    consumers: dict[int, int] = {}
+    for k in sorted(records):
+        for value in (records[k].args or {}).values():
+            if isinstance(value, Ref) and value.step < k:
+                consumers.setdefault(value.step, k)
+    return consumers
+
+
+def _resolved(args: Mapping[str, Any], records: Mapping[int, StepRecord]) -> dict[str, Any]:
+    def value(item: Any) -> Any:
+        if isinstance(item, Ref) and item.step in records:
+            return records[item.step].result
+        return [value(x) for x in item] if isinstance(item, list) else item
+
+    return {name: value(item) for name, item in args.items()}
+
+
+def joiner_lines(records: Mapping[int, StepRecord], steps: Iterable[int]) -> list[str]:
+    """The joiner's result lines for ``steps`` (in that order), compacted as :meth:`StepRecord.observation`
+    describes, from every record known (the whole plan, so a line never changes once written)."""
+    consumers = joiner_consumers(records)
+    return [records[k].observation(for_joiner=True, consumer=consumers.get(k),
+                                   resolved=_resolved(records[k].args or {}, records)) for k in steps]
 
 
 @dataclass(frozen=True)

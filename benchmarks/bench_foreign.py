@@ -14,7 +14,8 @@ Usage (heavy: run it alone, under the shared lock)::
     flock /tmp/tinyagent-heavy.lock python benchmarks/bench_foreign.py
     python benchmarks/bench_foreign.py --model smollm2-135m --limit 2 --registries mt_gorilla_file_system,bfcl_live
     python benchmarks/bench_foreign.py --distill            # also the distillation row (about an hour)
-    python benchmarks/bench_foreign.py --distill-only --distill-n 40 --distill-steps 24 --distill-eval 10
+    python benchmarks/bench_foreign.py --distill-only --distill-n 40 --distill-steps 16 --distill-batch 1 \
+        --distill-eval 10
     python benchmarks/bench_foreign.py --auto-examples --limit 6   # without vs with automatic examples
 
 ``--auto-examples`` plans every case twice, without and with the automatic examples of
@@ -122,7 +123,7 @@ def distill_cases(data: Path, suite: str) -> tuple[list[dict[str, Any]], list[Fo
 
 
 def run_distillation(data: Path, teacher: str, student: str, threads: int, work: Path, n: int = 200,
-                     steps: int = -1, eval_n: int = 0, max_length: int = 2560) -> dict[str, Any]:
+                     steps: int = -1, eval_n: int = 0, max_length: int = 2560, batch: int = 4) -> dict[str, Any]:
     """Distil the suite's tools with ``tinyagent.apps.finetune_on_device.run`` and score base, tuned and teacher
     on the same held-out requests (the first ``eval_n``, or all); ``n`` requests synthesised, ``steps`` training
     steps (-1: the pipeline's epochs)."""
@@ -138,7 +139,7 @@ def run_distillation(data: Path, teacher: str, student: str, threads: int, work:
     eval_file.write_text("".join(json.dumps(c.case.to_json()) + "\n" for c in held), encoding="utf-8")
     report = run(OnDeviceSettings(tools=str(tools_file), teacher=teacher, student=student, work=work / "run",
                                   eval_set=eval_file, threads=threads, n=n, steps=steps,
-                                  max_length=max_length))
+                                  max_length=max_length, train_batch=batch))
     from tinyagent import ToolRegistry
 
     teacher_acc = planning_accuracy(ModelCatalog().path(teacher), [c.case for c in held],
@@ -147,7 +148,7 @@ def run_distillation(data: Path, teacher: str, student: str, threads: int, work:
     return {"registry": f"mt_{DISTILL_SUITE}", "base_acc": (report.get("eval_before") or {}).get("dag_success"),
             "tuned_acc": after.get("dag_success"), "teacher_acc": teacher_acc.get("dag_success"), "n": len(held),
             "teacher": teacher, "student": student, "requests": n, "steps": steps, "max_length": max_length,
-            "status": "run",
+            "train_batch": batch, "status": "run",
             "report": str(work / "run" / "report.json")}
 
 
@@ -200,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distill-eval", type=int, default=0, help="held-out requests scored (default: all)")
     parser.add_argument("--distill-max-length", type=int, default=2560,
                         help="training sequence length (the suite's whole tool list is in each prompt)")
+    parser.add_argument("--distill-batch", type=int, default=4, help="training sequences per step (default 4)")
     parser.add_argument("--teacher", default="qwen2.5-coder-1.5b")
     parser.add_argument("--student", default="qwen2.5-coder-0.5b")
     parser.add_argument("--work", type=Path, default=Path("tinyagent-foreign-distill"))
@@ -225,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                                     "status": "not run: pass --distill (about an hour on 2 cores)"}
     if args.distill or args.distill_only:
         distillation = run_distillation(data, args.teacher, args.student, args.threads, args.work, args.distill_n,
-                                        args.distill_steps, args.distill_eval, args.distill_max_length)
+                                        args.distill_steps, args.distill_eval, args.distill_max_length,
+                                        args.distill_batch)
     machine("after", info)
     result = {
         "registries": kept.get("registries", {}) if args.distill_only else

@@ -143,7 +143,7 @@ def run_distillation(data: Path, teacher: str, student: str, threads: int, work:
     from tinyagent import ToolRegistry
 
     teacher_acc = planning_accuracy(ModelCatalog().path(teacher), [c.case for c in held],
-                                    list(ToolRegistry.from_openai(tools)), n_threads=threads)
+                                    list(ToolRegistry.from_openai(tools).values()), n_threads=threads)
     after = (report.get("eval_after") or {}).get("adapter") or {}
     return {"registry": f"mt_{DISTILL_SUITE}", "base_acc": (report.get("eval_before") or {}).get("dag_success"),
             "tuned_acc": after.get("dag_success"), "teacher_acc": teacher_acc.get("dag_success"), "n": len(held),

@@ -134,9 +134,24 @@ def test_the_joiner_reads_a_forwarded_result_by_its_start_and_a_receipt_without_
     result = agent.run_sync("Post my standup note to the team channel")
     final = model.requests[-1].messages[-1]["content"]
     note = long_note.function("standup")  # type: ignore[misc]
-    assert "point 0" in final and "point 5" not in final  # the note went on to step 2: only its start here
-    assert f"({len(note)} characters in all, passed whole to step 2)" in final
-    assert '-> {"status": "posted", "receipt": {"id": 7}}' in final  # channel, body and the empty list dropped
+    step1 = final[final.index("1. long_note"):final.index("2. post_note")]
+    assert "point 0" in step1 and "point 5" not in step1  # the note went on to step 2: only its start here
+    assert step1.rstrip().endswith(f"({len(note)} characters in all, passed whole to step 2)")
+    step2 = final[final.index("2. post_note"):final.index("<<<END DATA-")]
+    assert '"status": "posted"' in step2 and '"receipt": {"id": 7}' in step2
+    assert '"channel"' not in step2 and '"mentions"' not in step2  # a literal argument's echo, an empty list
+    assert '"body"' not in step2  # the long note from $1, already shown by its start
     for messages in model.prefilled:  # evaluated ahead with the same lines: each a prefix of the final prompt
         assert final.startswith(messages[-1]["content"])
     assert "point 5" in result.steps[0].observation()  # a replan still sees the whole result
+
+
+def test_a_short_value_from_an_earlier_step_stays_in_the_receipt() -> None:
+    plan = '1. slow_lookup(name="Ann")\n2. post_note(channel=$1, body="hi")\n3. join()\n<END_OF_PLAN>'
+    model = PrefillingModel([plan, "Answer: posted."])
+    agent = Agent([slow_lookup, post_note], model=model, settings=AgentSettings(joiner="llm"),  # type: ignore[arg-type]
+                  confirm=lambda _: True)
+    agent.run_sync("Post hi to Ann's channel")
+    final = model.requests[-1].messages[-1]["content"]
+    step2 = final[final.index("2. post_note"):final.index("<<<END DATA-")]
+    assert '"channel": "ann@example.com"' in step2 and '"body"' not in step2  # the address stays, "hi" is echoed

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._plan import Call, Plan, Ref, refs_to_strings
-from ._prompts import FORWARDED_HEAD_CHARS, compact_result, format_observation, forwarded_observation
+from ._plan import Call, Plan, refs_to_strings
+from ._prompts import format_observation
 from .models import Usage
 
 __all__ = [
-    "joiner_consumers",
-    "joiner_lines",
     "AnswerDelta",
     "AnswerEvent",
     "NoToolCheck",
@@ -79,23 +77,12 @@ class StepRecord:
         """Whether the step succeeded."""
         return self.status == "ok"
 
-    def observation(self, *, for_joiner: bool = False, consumer: int | None = None,
-                    long_inputs: Mapping[str, Any] | None = None) -> str:
-        """``k. tool(args) -> result`` for the replan prompt (and, ``for_joiner``, for the joiner: a dict result
-        without the literal arguments the call's text already shows nor the long earlier results it took whole
-        (``long_inputs``: argument name to that result, already shown by its start), and only the start of a long
-        result that step ``consumer`` took whole; see :func:`joiner_lines`). A short value that came from ``$k``
-        is kept: the joiner reads a receipt's recipients there (dropping them lost the names from the answers in
-        ``bench_joiner.py``)."""
+    def observation(self) -> str:
+        """``k. tool(args) -> result`` for the joiner and replan prompts."""
         call = Call(self.id, self.name, self.args).to_text() if self.args is not None else f"{self.id}. {self.name}()"
-        if not self.ok:
-            return f"{call} -> {self.status.upper()}: {self.error}"
-        if not for_joiner:
+        if self.ok:
             return f"{call} -> {format_observation(self.result)}"
-        value = compact_result(self.result, {**(self.args or {}), **(long_inputs or {})})
-        if consumer is None:
-            return f"{call} -> {format_observation(value)}"
-        return f"{call} -> {forwarded_observation(format_observation(value, limit=1 << 30), consumer)}"
+        return f"{call} -> {self.status.upper()}: {self.error}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict."""
@@ -112,36 +99,6 @@ class StepRecord:
             "attempt": self.attempt,
             "provenance": dict(self.provenance),
         }
-
-
-def joiner_consumers(records: Mapping[int, StepRecord]) -> dict[int, int]:
-    """For each step whose whole result is an argument of a later step (``body=$2``, not inside a list), the first
-    such step: the joiner is shown only the start of that result (:meth:`StepRecord.observation`)."""
-    consumers: dict[int, int] = {}
-    for k in sorted(records):
-        for value in (records[k].args or {}).values():
-            if isinstance(value, Ref) and value.step < k:
-                consumers.setdefault(value.step, k)
-    return consumers
-
-
-def joiner_lines(records: Mapping[int, StepRecord], steps: Iterable[int]) -> list[str]:
-    """The joiner's result lines for ``steps`` (in that order), compacted as :meth:`StepRecord.observation`
-    describes, from every record known (the whole plan, so a line never changes once written)."""
-    consumers = joiner_consumers(records)
-    return [records[k].observation(for_joiner=True, consumer=consumers.get(k),
-                                   long_inputs=_long_inputs(records[k], records)) for k in steps]
-
-
-def _long_inputs(record: StepRecord, records: Mapping[int, StepRecord]) -> dict[str, Any]:
-    """The arguments of ``record`` that take a long earlier result whole (shown to the joiner by its start only)."""
-    out = {}
-    for name, value in (record.args or {}).items():
-        if isinstance(value, Ref) and value.step in records and records[value.step].ok:
-            result = records[value.step].result
-            if len(format_observation(result, limit=1 << 30)) > FORWARDED_HEAD_CHARS + 40:
-                out[name] = result
-    return out
 
 
 @dataclass(frozen=True)

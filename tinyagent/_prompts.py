@@ -17,9 +17,6 @@ from ._plan import Example, Plan
 from ._tools import Tool
 
 __all__ = [
-    "FORWARDED_HEAD_CHARS",
-    "compact_result",
-    "forwarded_observation",
     "grounding_for",
     "build_joiner_followup",
     "build_joiner_messages",
@@ -183,37 +180,6 @@ def format_observation(value: Any, limit: int = 400) -> str:
         except (TypeError, ValueError):
             text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# A result longer than this that a later step takes whole is shown to the joiner by its start only.
-FORWARDED_HEAD_CHARS = 120
-
-
-def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str | list | dict | tuple) and not value)
-
-
-def compact_result(value: Any, args: Mapping[str, Any]) -> Any:
-    """A dict result without what the joiner already reads in the call's own text: values equal to the literal
-    argument of the same name (a receipt's ``subject``, an event's ``title``), one level down too, and empty
-    values. Anything else is returned as it is."""
-    if not isinstance(value, dict):
-        return value
-    out: dict[Any, Any] = {}
-    for key, item in value.items():
-        if _empty(item) or (key in args and args[key] == item):
-            continue
-        out[key] = compact_result(item, args) if isinstance(item, dict) else item
-    return out or value
-
-
-def forwarded_observation(text: str, consumer: int) -> str:
-    """A result line's text for the joiner when step ``consumer`` took the whole result: its start and its size
-    (the content went on to that step; the joiner needs to know what it was, not to read it again)."""
-    if len(text) <= FORWARDED_HEAD_CHARS + 40:
-        return text
-    head = text[:FORWARDED_HEAD_CHARS].rstrip()
-    return f"{head}… ({len(text)} characters in all, passed whole to step {consumer})"
 
 
 def new_boundary() -> str:

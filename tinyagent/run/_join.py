@@ -49,7 +49,7 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
         await state.emit(AnswerDelta(text, state.attempt))
         return "answer", text
     model = setup.router.select("join", state.signals)
-    observations = state.joiner_observations()
+    observations = state.observations()
     if planner_messages and result.plan_texts and result.models and result.models[-1] == model.name:
         # Same model as the plan: continue its conversation, so the KV cache covers everything but the results.
         messages = build_joiner_followup(planner_messages, result.plan_texts[-1], state.query, observations,

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._events import RunEvent, RunResult, StepRecord, joiner_lines
+from .._events import RunEvent, RunResult, StepRecord
 from .._executor import Executor
 from .._plan import Example
 from .._provenance import Provenance
@@ -105,10 +105,6 @@ class RunState:
         """One line per step (of ``attempt`` only, when given), in step order."""
         return [self.records[k].observation() for k in sorted(self.records)
                 if attempt is None or self.records[k].attempt == attempt]
-
-    def joiner_observations(self) -> list[str]:
-        """The joiner's lines: every step's, compacted (:meth:`StepRecord.observation` with ``for_joiner``)."""
-        return joiner_lines(self.records, sorted(self.records))
 
     @property
     def provenance(self) -> Provenance:

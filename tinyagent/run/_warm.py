@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .._events import StepRecord, joiner_lines
+from .._events import StepRecord
 from .._prompts import build_joiner_followup
 from .._tools import Tool
 from ..errors import TinyAgentError
@@ -38,12 +38,12 @@ class Prefills(Protocol):
 def finished_lines(records: Mapping[int, StepRecord], finished: Collection[int], attempt: int) -> list[str]:
     """The joiner's result lines known so far: in step order (the joiner's prompt), up to the first step of
     ``attempt`` not in ``finished`` (a later line waits for it, so each prompt is a prefix of the next)."""
-    ready = []
+    lines = []
     for k in sorted(records):
         if records[k].attempt == attempt and k not in finished:
             break
-        ready.append(k)
-    return joiner_lines(records, ready)
+        lines.append(records[k].observation())
+    return lines
 
 
 class JoinWarmer:

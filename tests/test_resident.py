@@ -237,6 +237,19 @@ def test_no_worker_means_this_process_and_a_stop_is_final(worker: tuple[Path, su
     assert not path.exists()  # a scripted model is not worth a resident worker
 
 
+def test_a_killed_workers_socket_is_not_a_listener_and_sigterm_cleans_up(
+        worker: tuple[Path, subprocess.Popen[bytes]], tmp_path: Path) -> None:
+    path, proc = worker
+    assert resident.wait_for_listener(path, 1.0)
+    proc.terminate()  # SIGTERM: the worker removes its socket on the way out
+    proc.wait(timeout=20)
+    assert not path.exists()
+    stale = tmp_path / "stale.sock"  # what SIGKILL leaves behind: a socket file nobody listens on
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(stale))
+    assert stale.exists() and not resident.wait_for_listener(stale, 0.3)
+
+
 def test_a_refused_peer_and_garbage_leave_the_worker_serving(worker: tuple[Path, subprocess.Popen[bytes]]) -> None:
     path, _ = worker
     for junk in (b"\x00\x00\x00\x05{}", b"\xff\xff\xff\xffxx", b"\x00\x00\x00\x02[]"):

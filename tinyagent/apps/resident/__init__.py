@@ -43,9 +43,10 @@ from ._client import (
     runtime_dir,
     socket_path,
     spawn_worker,
+    wait_for_listener,
     worker_key,
 )
 
 __all__ = ["DEFAULT_KEEP_ALIVE_S", "FORWARDED_COMMANDS", "KEEP_ALIVE_ENV", "ResidentCommand", "forward",
            "keep_alive_seconds", "main", "parse_command", "request_status", "request_stop", "runtime_dir",
-           "socket_path", "spawn_worker", "worker_key"]
+           "socket_path", "spawn_worker", "wait_for_listener", "worker_key"]

@@ -19,7 +19,8 @@ from typing import Any
 
 __all__ = ["DEFAULT_KEEP_ALIVE_S", "FORWARDED_COMMANDS", "INSIDE_WORKER_ENV", "KEEP_ALIVE_ENV", "LineReader",
            "ResidentCommand", "forward", "keep_alive_seconds", "main", "parse_command", "request_status",
-           "request_stop", "runtime_dir", "send_request", "socket_path", "spawn_worker", "worker_key"]
+           "request_stop", "runtime_dir", "send_request", "socket_path", "spawn_worker", "wait_for_listener",
+           "worker_key"]
 
 KEEP_ALIVE_ENV = "TINYAGENT_KEEP_ALIVE"
 DEFAULT_KEEP_ALIVE_S = 300.0
@@ -336,10 +337,14 @@ def _keeps_model(parsed: ResidentCommand) -> bool:
     return not spec.startswith(_MODEL_SPECS_NOT_KEPT)
 
 
-def _wait_for_socket(path: Path, timeout_s: float) -> bool:
+def wait_for_listener(path: Path, timeout_s: float) -> bool:
+    """Whether a worker accepts connections at ``path`` within ``timeout_s`` (a socket file left by a killed
+    worker does not count: nobody listens on it until the new worker replaces it)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if path.exists():
+        sock = _connect(path, timeout_s=0.5)
+        if sock is not None:
+            sock.close()
             return True
         time.sleep(0.02)
     return False
@@ -363,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if code is None and _keeps_model(parsed):
             with contextlib.suppress(OSError):
                 spawn_worker(path, parsed.model, parsed.threads, keep_alive)
-                if _wait_for_socket(path, 15.0):
+                if wait_for_listener(path, 15.0):
                     code = forward(args, path)
         if code is not None:
             raise SystemExit(code)

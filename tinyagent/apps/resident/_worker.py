@@ -300,6 +300,8 @@ def serve(socket_file: Path, keep_alive_s: float, model: str | None, threads: in
     finally:
         os.umask(old_umask)
     server.listen(16)
+    # A plain kill (SIGTERM) still removes the socket: the finally clause below runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     state = _State(keep_alive_s, model, threads)
     threading.Thread(target=_accept_loop, args=(server, state), daemon=True, name="tinyagent-resident").start()
     os.environ[INSIDE_WORKER_ENV] = "1"
@@ -328,6 +330,8 @@ def serve(socket_file: Path, keep_alive_s: float, model: str | None, threads: in
             if broken:
                 log.info("ending after an interrupted or failed request")
                 break
+    except SystemExit:
+        log.info("terminated")
     except Exception:
         log.exception("the worker failed")
     finally:

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +37,14 @@ _MAX_HEADER = 1 << 20
 INSIDE_WORKER_ENV = "TINYAGENT_RESIDENT_WORKER"
 
 
+@dataclass(frozen=True)
 class ResidentCommand:
     """What the client needs to know of an argument list: the command and the model spec it names, if any."""
 
-    __slots__ = ("command", "help", "model", "threads")
-
-    def __init__(self, command: str | None, model: str | None, threads: str | None, help: bool) -> None:
-        self.command = command
-        self.model = model
-        self.threads = threads
-        self.help = help
-
-    def __repr__(self) -> str:
-        return f"ResidentCommand(command={self.command!r}, model={self.model!r}, threads={self.threads!r})"
+    command: str | None
+    model: str | None
+    threads: str | None
+    help: bool
 
 
 def parse_command(argv: Sequence[str]) -> ResidentCommand:
@@ -342,9 +338,7 @@ def wait_for_listener(path: Path, timeout_s: float) -> bool:
     worker does not count: nobody listens on it until the new worker replaces it)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        sock = _connect(path, timeout_s=0.5)
-        if sock is not None:
-            sock.close()
+        if request_status(path) is not None:
             return True
         time.sleep(0.02)
     return False

@@ -226,6 +226,25 @@ def test_ctrl_c_stops_the_command_and_ends_the_worker(worker: tuple[Path, subpro
     assert not path.exists()
 
 
+def test_sigterm_during_a_request_stops_it_like_ctrl_c_and_ends_the_worker(
+        worker: tuple[Path, subprocess.Popen[bytes]], env: dict[str, str], tmp_path: Path) -> None:
+    path, proc = worker
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({**SCRIPT, "delay_s": 30}))
+    client = subprocess.Popen([*CLIENT, "--model", f"scripted:{slow}", "--tools", "demo", "plan", "hello"], env=env,
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not resident.request_status(path)["busy"]:  # type: ignore[index]
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(1.0)  # past "started": the command itself is running
+    proc.terminate()
+    client.communicate(timeout=30)
+    assert client.returncode == 130  # not a success: the command did not finish
+    proc.wait(timeout=20)
+    assert not path.exists()
+
+
 def test_no_worker_means_this_process_and_a_stop_is_final(worker: tuple[Path, subprocess.Popen[bytes]],
                                                           env: dict[str, str], script: Path) -> None:
     path, proc = worker

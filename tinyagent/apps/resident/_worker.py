@@ -281,6 +281,15 @@ def _serve(request: _Request, run_cli: Any) -> bool:
     return broken
 
 
+def _terminate(state: _State) -> None:
+    """SIGTERM: a running command stops as on Ctrl-C (its client sees exit 130) and the worker ends after it;
+    an idle worker ends at once. Either way the socket is removed on the way out."""
+    state.stopping = True
+    if state.busy:
+        raise KeyboardInterrupt
+    raise SystemExit(0)
+
+
 def serve(socket_file: Path, keep_alive_s: float, model: str | None, threads: int | None) -> int:
     """Bind ``socket_file``, load ``model``, and run queued requests until ``keep_alive_s`` idle seconds pass (or
     a stop, or a broken request). 0 when another worker holds the socket already."""
@@ -300,9 +309,8 @@ def serve(socket_file: Path, keep_alive_s: float, model: str | None, threads: in
     finally:
         os.umask(old_umask)
     server.listen(16)
-    # A plain kill (SIGTERM) still removes the socket: the finally clause below runs.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     state = _State(keep_alive_s, model, threads)
+    signal.signal(signal.SIGTERM, lambda *_: _terminate(state))
     threading.Thread(target=_accept_loop, args=(server, state), daemon=True, name="tinyagent-resident").start()
     os.environ[INSIDE_WORKER_ENV] = "1"
     try:
@@ -317,7 +325,7 @@ def serve(socket_file: Path, keep_alive_s: float, model: str | None, threads: in
         while not state.stopping:
             remaining = keep_alive_s - (time.monotonic() - state.last_active)
             try:
-                request = state.requests.get(timeout=max(0.0, remaining)) if remaining > 0 else None
+                request = state.requests.get(timeout=remaining) if remaining > 0 else None
             except queue.Empty:
                 request = None
             if request is None:
@@ -330,7 +338,7 @@ def serve(socket_file: Path, keep_alive_s: float, model: str | None, threads: in
             if broken:
                 log.info("ending after an interrupted or failed request")
                 break
-    except SystemExit:
+    except (SystemExit, KeyboardInterrupt):  # SIGTERM while idle or loading
         log.info("terminated")
     except Exception:
         log.exception("the worker failed")

@@ -205,9 +205,8 @@ def test_a_terminal_prompt_is_answered_through_the_worker(worker: tuple[Path, su
     assert resident.request_status(path)["served"] == 1  # type: ignore[index]
 
 
-def test_ctrl_c_stops_the_command_and_ends_the_worker(worker: tuple[Path, subprocess.Popen[bytes]],
-                                                      env: dict[str, str], tmp_path: Path) -> None:
-    path, proc = worker
+def _running_slow_command(path: Path, env: dict[str, str], tmp_path: Path) -> subprocess.Popen[str]:
+    """A client whose command (a scripted model that waits 30 s) is running in the worker at ``path``."""
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps({**SCRIPT, "delay_s": 30}))
     client = subprocess.Popen([*CLIENT, "--model", f"scripted:{slow}", "--tools", "demo", "plan", "hello"], env=env,
@@ -217,6 +216,13 @@ def test_ctrl_c_stops_the_command_and_ends_the_worker(worker: tuple[Path, subpro
         assert time.monotonic() < deadline
         time.sleep(0.1)
     time.sleep(1.0)  # past "started": the command itself is running
+    return client
+
+
+def test_ctrl_c_stops_the_command_and_ends_the_worker(worker: tuple[Path, subprocess.Popen[bytes]],
+                                                      env: dict[str, str], tmp_path: Path) -> None:
+    path, proc = worker
+    client = _running_slow_command(path, env, tmp_path)
     started = time.monotonic()
     client.send_signal(signal.SIGINT)
     client.communicate(timeout=30)
@@ -229,15 +235,7 @@ def test_ctrl_c_stops_the_command_and_ends_the_worker(worker: tuple[Path, subpro
 def test_sigterm_during_a_request_stops_it_like_ctrl_c_and_ends_the_worker(
         worker: tuple[Path, subprocess.Popen[bytes]], env: dict[str, str], tmp_path: Path) -> None:
     path, proc = worker
-    slow = tmp_path / "slow.json"
-    slow.write_text(json.dumps({**SCRIPT, "delay_s": 30}))
-    client = subprocess.Popen([*CLIENT, "--model", f"scripted:{slow}", "--tools", "demo", "plan", "hello"], env=env,
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not resident.request_status(path)["busy"]:  # type: ignore[index]
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    time.sleep(1.0)  # past "started": the command itself is running
+    client = _running_slow_command(path, env, tmp_path)
     proc.terminate()
     client.communicate(timeout=30)
     assert client.returncode == 130  # not a success: the command did not finish

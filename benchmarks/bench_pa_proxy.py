@@ -119,6 +119,8 @@ def plan_cases(cases: Sequence[EvalCase], model_spec: str | Any, *, threads: int
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     cases = pa_proxy_cases(args.limit)
+    if args.only_failed is not None:
+        cases = [c for c in cases if c.id in failed_ids(args.only_failed)]
     info: dict[str, Any] = {}
     machine("before", info)
     start = time.perf_counter()
@@ -147,6 +149,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def failed_ids(results: Path) -> set[str]:
+    """The ids of the cases that failed (DAG) in an earlier results file's first run."""
+    data = json.loads(results.read_text(encoding="utf-8"))
+    rows = next(iter(data["cases"].values()))
+    return {str(r["id"]) for r in rows if not r.get("dag")}
+
+
 def _setting(text: str) -> tuple[str, Any]:
     """``field=value`` (the value as JSON, else as a string) for ``--set``."""
     field, sep, value = text.partition("=")
@@ -164,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="cases, round-robin over the categories (default all)")
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     parser.add_argument("--tools", type=Path, default=TOOLS, help="the disguised registry (OpenAI JSON)")
+    parser.add_argument("--only-failed", type=Path, default=None, metavar="RESULTS",
+                        help="plan only the cases that failed in an earlier results file (a quick A/B on them)")
     parser.add_argument("--auto-examples", action="store_true", help="also plan with automatic examples")
     parser.add_argument("--skip-without", action="store_true", help="with --auto-examples: only the 'with' run")
     parser.add_argument("--output", type=Path, default=None,

@@ -16,7 +16,7 @@ import pytest
 
 from tinyagent import Agent, tool
 from tinyagent.models import Completion, ModelRequest
-from tinyagent.models.llama._decode import _lookup, _Text
+from tinyagent.models.llama._decode import _ended, _lookup, _Text
 
 
 class _Detok:
@@ -46,6 +46,24 @@ def test_text_cuts_at_a_stop_string_and_holds_back_its_prefix() -> None:
     assert not text.add(3)
     assert text.add(4)  # the stop string is complete
     assert text.text == "1. a()\n" and text.ready(final=True) == ""
+
+
+def test_under_a_grammar_only_the_grammar_ends_the_text() -> None:
+    """A model composing a value may write the stop string inside it (seen on the 1.5B: ``message_body="...
+    <END_OF_PLAN>...``); with a grammar that does not end the text, the grammar's own end does (and is cut)."""
+
+    class Chooser:
+        finished = False
+
+    chooser = Chooser()
+    llm = _Detok(['body="x ', "<END_OF_PLAN>", ' y")', "\n2. join()\n", "<END_OF_PLAN>"])
+    text = _Text(llm, ["<END_OF_PLAN>"], grammar=True)
+    assert not any(_ended(text, chooser, t) for t in range(4))  # type: ignore[arg-type]
+    chooser.finished = True
+    assert _ended(text, chooser, 4)  # type: ignore[arg-type]
+    assert text.text == 'body="x <END_OF_PLAN> y")\n2. join()\n'
+    plain = _Text(_Detok(['body="x ', "<END_OF_PLAN>"]), ["<END_OF_PLAN>"])
+    assert not _ended(plain, Chooser(), 0) and _ended(plain, Chooser(), 1)  # type: ignore[arg-type]
 
 
 def test_text_releases_a_held_back_prefix_that_did_not_stop() -> None:

@@ -139,3 +139,14 @@ def test_quoted_references_are_references() -> None:
     assert plan.calls[1].args == {"to": [Ref(1)], "subject": "$ 5 off"}
     with pytest.raises(PlanValidationError, match="forward"):
         parse_plan('1. send_email(to=["$2"], subject="x")', TOOLS)
+
+
+def test_the_end_marker_inside_a_quoted_value_does_not_end_the_plan() -> None:
+    text = '1. send_email(to=["a@b.co"], subject="x", body="see <END_OF_PLAN> below")\n2. join()\n<END_OF_PLAN>'
+    parser = PlanStreamParser(TOOLS)
+    for i in range(0, len(text), 5):
+        parser.feed(text[i : i + 5])
+    plan = parser.close()
+    assert plan.calls[0].args["body"] == "see <END_OF_PLAN> below"
+    assert parse_plan('1. get_email_address(name="Sid") <END_OF_PLAN> trailing', TOOLS).calls[0].name \
+        == "get_email_address"

@@ -170,6 +170,25 @@ class _ValueParser:
         raise self.error("unterminated string")
 
 
+def _end_marker(text: str) -> int:
+    """Where the end-of-plan marker starts in ``text`` outside a quoted value (-1: nowhere); a model may write the
+    marker inside a string it is composing, which does not end the plan."""
+    at = text.find(END_OF_PLAN)
+    while at >= 0:
+        quoted, escaped = False, False
+        for ch in text[:at]:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = quoted
+            elif ch == '"':
+                quoted = not quoted
+        if not quoted:
+            return at
+        at = text.find(END_OF_PLAN, at + 1)
+    return -1
+
+
 def parse_call_line(line: str, line_no: int | None = None) -> tuple[int, str, dict[str, Any]] | None:
     """Parse one plan line ``k. name(args)``.
 
@@ -286,8 +305,8 @@ class PlanStreamParser:
             call = self._line(line)
             if call is not None:
                 out.append(call)
-        if not self.done and END_OF_PLAN in self._buffer:
-            line = self._buffer.split(END_OF_PLAN, 1)[0]
+        if not self.done and (at := _end_marker(self._buffer)) >= 0:
+            line = self._buffer[:at]
             self._buffer = ""
             call = self._line(line)
             if call is not None:
@@ -309,8 +328,8 @@ class PlanStreamParser:
 
     def _line(self, line: str) -> Call | None:
         self._line_no += 1
-        if END_OF_PLAN in line:
-            line = line.split(END_OF_PLAN, 1)[0]
+        if (at := _end_marker(line)) >= 0:
+            line = line[:at]
             self.done = True
         stripped = line.strip()
         if not stripped:

@@ -284,9 +284,10 @@ def _lookup(history: list[int], limit: int) -> list[int]:
 class _Text:
     """Detokenises incrementally and holds back text that may be the start of a stop string."""
 
-    def __init__(self, llm: Any, stop: Sequence[str]) -> None:
+    def __init__(self, llm: Any, stop: Sequence[str], *, grammar: bool = False) -> None:
         self._llm = llm
         self._stop = [s for s in stop if s]
+        self._grammar = grammar  # the grammar ends the text: a stop string inside a value does not
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._tokens: list[int] = []
         self.text = ""
@@ -297,12 +298,21 @@ class _Text:
         piece = self._llm.detokenize([token], prev_tokens=self._tokens or None)
         self._tokens.append(token)
         self.text += self._decoder.decode(piece)
+        if self._grammar:
+            return False
         for s in self._stop:
             at = self.text.find(s, max(0, self._sent - len(s)))
             if at >= 0:
                 self.text = self.text[:at]
                 return True
         return False
+
+    def end(self) -> None:
+        """The grammar has ended the text: cut the stop string it ends with."""
+        for s in self._stop:
+            if self.text.endswith(s):
+                self.text = self.text[: len(self.text) - len(s)]
+                return
 
     def peek(self, tokens: Sequence[int]) -> list[str]:
         """The text so far, then after each of ``tokens`` in turn (nothing is added)."""
@@ -358,7 +368,7 @@ def greedy_decode(
     stats = DecodeStats()
     seq = _Sequence(llm)
     chooser = _Chooser(matcher, processors, stats)
-    text = _Text(llm, stop)
+    text = _Text(llm, stop, grammar=matcher is not None)
     eos = {int(llm.token_eos())}
     history = [int(t) for t in prompt]
     lookup = lookup or LookupRate()
@@ -378,7 +388,7 @@ def greedy_decode(
         chooser.accept(token)
         history.append(token)
         stats.tokens += 1
-        if text.add(token) or chooser.finished:
+        if _ended(text, chooser, token):
             stats.finish = "stop"
             break
         if stats.tokens >= max_tokens:
@@ -407,6 +417,16 @@ def greedy_decode(
     stats.token_ids = history[len(prompt):]
     stats.decode_s = time.perf_counter() - first
     return stats
+
+
+def _ended(text: _Text, chooser: _Chooser, token: int) -> bool:
+    """Append ``token``; True when the text has ended (a stop string without a grammar, else the grammar's end)."""
+    if text.add(token):
+        return True
+    if chooser.finished:
+        text.end()
+        return True
+    return False
 
 
 def _draft(chooser: _Chooser, history: list[int], room: int, lookup: LookupRate,
@@ -452,7 +472,7 @@ def _verify(seq: _Sequence, chooser: _Chooser, text: _Text, history: list[int], 
         stats.tokens += 1
         stats.accepted += 1
         stats.forced += int(j < forced)
-        if text.add(drafted) or chooser.finished:
+        if _ended(text, chooser, drafted):
             seq.truncate(base + j + 1)
             stats.finish = "stop"
             return drafted, True

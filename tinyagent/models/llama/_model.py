@@ -436,7 +436,9 @@ class LlamaCppModel(PrefixCaching, Model):
         elif request.grammar:
             grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
         kwargs: dict[str, Any] = dict(messages=list(request.messages), grammar=grammar, max_tokens=request.max_tokens,
-                                      temperature=request.temperature, stop=list(request.stop) or None, stream=True)
+                                      temperature=request.temperature, stream=True,
+                                      stop=None if request.grammar else list(request.stop) or None)
+        # (with a grammar, the grammar ends the text: a stop string the model writes inside a value does not)
         if request.temperature == 0:
             kwargs.update(top_k=1)
         if processors:
@@ -458,7 +460,12 @@ class LlamaCppModel(PrefixCaching, Model):
             if fast is not None:
                 fast.close()
         self.last_decode = None
-        return "".join(parts), len(parts), finish
+        text = "".join(parts)
+        for end in request.stop if request.grammar else ():
+            if end and text.endswith(end):
+                text = text[: len(text) - len(end)]
+                break
+        return text, len(parts), finish
 
     def opening_tokens(self, text: str) -> tuple[frozenset[int], frozenset[int]]:
         """The token ids that open ``text``: ``(after a space, not after a space)``, memoised."""

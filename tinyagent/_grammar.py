@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,6 +217,7 @@ def plan_grammar(
     first_step: int = 1,
     prior_steps: Sequence[int] = (),
     identifiers: Mapping[str, Sequence[str]] | None = None,
+    required: Collection[str] = (),
 ) -> str:
     """The GBNF grammar of a plan over ``tools``.
 
@@ -227,6 +228,7 @@ def plan_grammar(
         prior_steps: earlier steps whose results the new plan may reference.
         identifiers: the identifiers the request (and conversation) writes, by kind (``"email"``, ``"phone"``):
             the only literals an identifier parameter then takes. None: any value of the right shape.
+        required: the plan calls at least one of these tools before ``join`` (ignored when none is offered).
 
     Raises:
         ConfigurationError: the generated grammar failed its check (a bug: please report it with the tool schemas).
@@ -234,7 +236,8 @@ def plan_grammar(
     opts = options or GrammarOptions()
     tool_list = list(tools.values()) if isinstance(tools, Mapping) else list(tools)
     b = _Builder(opts)
-    lines = [f"root ::= step-{first_step}"]
+    must = {t.name for t in tool_list} & set(required)
+    lines = [f"root ::= step-{first_step}{'-need' if must else ''}"]
     last = first_step + opts.max_steps
     end = gbnf_literal(f"{JOIN}()\n{END_OF_PLAN}")
     for k in range(first_step, last + 1):
@@ -249,12 +252,22 @@ def plan_grammar(
         if refs:
             ref_rule = f"ref-{k}"
             b.rules[ref_rule] = " | ".join(gbnf_literal(f"${r}") for r in sorted(set(refs), reverse=True))
-        calls = [c for t in tool_list if (c := _call_rule(b, t, ref_rule, k, identifiers)) is not None]
+        named = [(t.name, c) for t in tool_list if (c := _call_rule(b, t, ref_rule, k, identifiers)) is not None]
+        calls = [c for _, c in named]
         if not calls:
             b.rules[f"step-{k}"] = f"{prefix} {end}"
+            if must:
+                b.rules[f"step-{k}-need"] = f"{prefix} {end}"
             continue
         call_rule = b.add(f"call-{k}", " | ".join(calls))
         b.rules[f"step-{k}"] = f'{prefix} ( {call_rule} "\\n" step-{k + 1} | {end} )'
+        if must:  # not yet called one of the required tools: no join, and one of them at the last step at latest
+            needed = [c for n, c in named if n in must]
+            others = [c for n, c in named if n not in must]
+            alts = [f'( {" | ".join(needed)} ) "\\n" step-{k + 1}'] if needed else []
+            if others and k + 1 < last:
+                alts.append(f'( {" | ".join(others)} ) "\\n" step-{k + 1}-need')
+            b.rules[f"step-{k}-need"] = f"{prefix} ( {' | '.join(alts)} )" if alts else f"{prefix} {end}"
     body = "\n".join(lines + [f"{name} ::= {rule}" for name, rule in b.rules.items()]) + _COMMON
     check_gbnf(body)
     return body

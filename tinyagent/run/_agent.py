@@ -20,11 +20,12 @@ from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
-from ._channels import unserved_channel
+from ._channels import channel_senders, other_channel_senders, unserved_channel
+from ._items import ruled_out_items
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
 from ._plan import plan_once, planner_request
-from ._repair import call_problem, known_text, repair_plan
+from ._repair import call_problem, known_text, repair_plan, ruled_out
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
@@ -208,10 +209,11 @@ class Agent:
                                       optionals=self.settings.ungrounded_optionals == "drop")
             state.result.notes.extend(notes)
             earlier = {c.id: c for c in plan.calls}
-            invented = [bad for c in plan.calls if self.settings.given_identifiers
-                        and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
-            unserved = unserved_channel(state.query, state.offer.tools) \
-                if not plan.calls and self.settings.given_identifiers else None
+            check = self.settings.given_identifiers
+            invented = [bad for c in plan.calls
+                        if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
+            usable = {n: t for n, t in state.offer.tools.items() if n not in state.avoid}
+            unserved = unserved_channel(state.query, usable, plan.calls) if check else None
             if unserved:
                 invented.append(unserved)
             if not invented or not again:
@@ -221,8 +223,13 @@ class Agent:
             state.replan_note = replan_context(completion.text.strip(), [], reason, 1, boundary=state.boundary)
             state.result.usage = state.result.usage + completion.usage
             state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
-            state.force_call = bool(unserved)  # a request to send that got no call: a call first this time
+            state.force_call = bool(unserved) and not plan.calls  # a request to send that got no call: one first
+            # What the request rules out is left out of the grammar, and a request to send that sent nothing
+            # sends this time: told alone, a small planner often writes the same plan again.
+            state.avoid |= {c.name for c in plan.calls if ruled_out(c, earlier, state.offer.tools, state.query)}
+            state.required = channel_senders(state.query, usable) if unserved else frozenset()
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
+            state.required = frozenset()
             try:
                 model, completion, plan = await plan_once(setup.router, model, again_request, state.offer.tools)
             except PlanError as exc:  # the second plan is malformed: keep the first, repaired
@@ -347,6 +354,8 @@ class Agent:
                          result=RunResult(query=query, answer=""),
                          signals=RouteSignals(retrieval_uncertain=offer.uncertain), boundary=new_boundary())
         state.executor.clock_start = state.started
+        if self.settings.ruled_out_tools:
+            state.avoid = ruled_out_items(query, offer.tools) | other_channel_senders(query, offer.tools)
         return state
 
 

@@ -10,8 +10,9 @@ with neither word, the one kind of identifier it writes decides (an address, or 
 * :func:`channel_problem`: a call that sends by the other channel while an offered tool sends by the one asked
   for, and no call so far does, is a reason to plan again (like a made-up address);
 * :func:`unserved_channel`: a first plan with no call (as written, or after the no-tool decision dropped its
-  calls) for a request to send by a channel an offered tool sends by is planned again once, with a call first,
-  told which tools send that way.
+  calls), or with calls none of which sends anything ("Text Jordan and Omar: landed" planned as
+  two e-mail lookups), for a request to send by a channel an offered tool sends by is planned again once (with a
+  call first when it had none), told which tools send that way.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from .._formats import identifier_kind
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["asked_channel", "channel_problem", "senders", "unserved_channel"]
+__all__ = ["asked_channel", "channel_problem", "channel_senders", "other_channel_senders", "senders",
+           "unserved_channel"]
 
 _WORDS = {
     "phone": re.compile(r"\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b(?!\s*(?:file|files|document|note|box|field))",
@@ -37,6 +39,10 @@ _GIVEN = {"phone": re.compile(r"(?<![\w.])\+?\d[\d ().-]{5,}\d\b"),
 _WHAT = {"phone": "a text message (to phone numbers)", "email": "an e-mail (to e-mail addresses)"}
 _KIND = {"phone": "phone numbers", "email": "e-mail addresses"}
 _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
+# A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu"), not a mention of the
+# channel ("I need the email for Maria", "Invite ann@x.org to lunch").
+_SEND_VERB = re.compile(r"(?:^|[,;:.!]\s*|\b(?:and|then|please|also)\s+)(?:text|sms|e-?mail|mail|message|send|forward|"
+                        r"write\s+to)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
                        re.IGNORECASE)
 
@@ -82,16 +88,38 @@ def channel_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
             f"{' and '.join(_KIND[k] for k in sorted(kinds))}; {_names(right)} that")
 
 
-def unserved_channel(request: str, tools: Mapping[str, Tool]) -> str | None:
-    """The note for planning again when a plan with no call leaves a request to send by a channel unserved
-    (None: the request is a question, names no one channel, or no offered tool sends by it)."""
+def channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools that send by the channel the request asks for (empty: it names no one channel)."""
+    want = asked_channel(request)
+    if want is None:
+        return frozenset()
+    return frozenset(name for name, k in senders(tools.values()).items() if want in k)
+
+
+def other_channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools that send only by another channel than the one the request asks for, when an offered
+    tool sends by that one (empty otherwise): what :func:`channel_problem` would refuse."""
+    right = channel_senders(request, tools)
+    if not right:
+        return frozenset()
+    return frozenset(senders(tools.values())) - right
+
+
+def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Call] = ()) -> str | None:
+    """The note for planning again when a plan (``calls``: none at all, or none that sends anything) leaves a
+    request to send by a channel unserved (None: the request is a question, names no one channel, no offered tool
+    sends by it, or a call sends; with calls, also when no clause opens with a verb of sending: "Invite
+    ann@x.org to lunch" planned as an event only mentions the channel)."""
     want = asked_channel(request)
     if want is None or _QUESTION.search(request) or request.rstrip().endswith("?"):
         return None
-    right = sorted(name for name, k in senders(tools.values()).items() if want in k)
-    if not right:
+    if calls and not _SEND_VERB.search(request.strip()):
+        return None  # (a plan that does something else for a request that only mentions the channel)
+    sending = senders(tools.values())
+    right = sorted(name for name, k in sending.items() if want in k)
+    if not right or any(c.name in sending for c in calls):  # (one that sends by the other: channel_problem)
         return None
-    return f"the request asks to send {_WHAT[want]}; {_names(right)} that"
+    return f"the request asks to send {_WHAT[want]}, and no step does; {_names(right)} that"
 
 
 def _names(names: list[str]) -> str:

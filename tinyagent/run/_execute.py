@@ -14,7 +14,7 @@ from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Model, ModelRequest
 from ._no_tool import check_no_tool, first_call_is_clear, join_probability, request_text, second_choice_settings
 from ._plan import PlanStream, Repair, call_model, planner_request
-from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, undated_days
+from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, ruled_out, undated_days
 from ._retrieve import disagrees_with_examples
 from ._state import RunSetup, RunState
 from ._warm import JoinWarmer, Prefills, joiner_needed
@@ -75,6 +75,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     model = setup.router.select(stage, state.signals)
     first_step, prior = state.next_step, state.prior_steps
     request = planner_request(state, setup.settings, setup.router, model, first_step, prior)
+    state.required = frozenset()  # (for this plan only)
     started = time.perf_counter()
     model, raw = await call_model(setup.router, model, request, stage, state.result.notes)
     state.result.models.append(model.name)
@@ -227,6 +228,8 @@ def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair
             state.result.notes.append(f"plan: step {call.id} repaired: {fixed.to_text()}")
         known = known_text(state.query, state.history, state.observations()) if identifiers else ""
         if identifiers and (problem := call_problem(fixed, earlier, state.offer.tools, known, state.query)):
+            if ruled_out(fixed, earlier, state.offer.tools, state.query):
+                state.avoid |= {fixed.name}  # the replan's grammar leaves the tool out
             raise PlanValidationError(problem)
         return fixed
 

@@ -22,7 +22,7 @@ from .._events import ReplanEvent, RunResult
 from .._prompts import replan_context
 from .._routing_base import RouteSignals
 from ..errors import ConfirmationDenied, PlanError, PlanValidationError
-from ._channels import unserved_channel
+from ._channels import channel_senders, unserved_channel
 from ._execute import Attempt, plan_and_execute
 from ._join import join, template_answer
 from ._state import RunSetup, RunState
@@ -66,17 +66,21 @@ async def _next_attempt(setup: RunSetup, state: RunState, attempt: Attempt) -> b
 
 
 async def _unserved(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
-    """The first plan has no call (as written, or after the no-tool decision) for a request to send that an offered
-    tool serves: plan once more, with a call first and told which tools send that way
-    (:func:`~._channels.unserved_channel`); True when a replan follows."""
-    if state.attempt > 0 or attempt.plan.calls or not setup.settings.given_identifiers:
+    """The first plan has no call (as written, or after the no-tool decision), or none that sends, for a request to
+    send that an offered tool serves: plan once more (with a call first when it had none), told which tools send
+    that way and shown what the steps so far returned (:func:`~._channels.unserved_channel`); True when a replan
+    follows."""
+    if state.attempt > 0 or not setup.settings.given_identifiers:
         return False
-    reason = unserved_channel(state.query, state.offer.tools)
+    usable = {n: t for n, t in state.offer.tools.items() if n not in state.avoid}
+    reason = unserved_channel(state.query, usable, attempt.plan.calls)
     if reason is None:
         return False
-    state.force_call = True
+    state.force_call = not attempt.plan.calls
+    state.required = channel_senders(state.query, usable)  # the replan sends, by that channel
     state.result.notes.append(f"plan: {reason}; planning again")
-    note = replan_context(attempt.stream.parser.text.strip(), [], reason, state.next_step, boundary=state.boundary)
+    note = replan_context(attempt.stream.parser.text.strip(), state.observations(), reason, state.next_step,
+                          boundary=state.boundary)
     await replan(state, reason, attempt.model.name, replace(state.signals, attempt=state.attempt + 1), note)
     return True
 

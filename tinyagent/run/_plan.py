@@ -68,9 +68,11 @@ def planner_request(state: RunState, settings: AgentSettings, router: RoutingHoo
                                       if settings.grounding else "")
     grammar = None
     if settings.use_grammar and model.supports_grammar:
-        allowed = {n: t for n, t in tools.items() if n not in state.banned} if state.banned else tools
+        left_out = state.banned | state.avoid
+        allowed = {n: t for n, t in tools.items() if n not in left_out} if left_out else tools
         written = written_identifiers(known_text(state.query, state.history)) if settings.identifier_grammar else None
-        grammar = plan_grammar_for(state.grammars, allowed, settings, first_step, tuple(prior_steps), written)
+        grammar = plan_grammar_for(state.grammars, allowed, settings, first_step, tuple(prior_steps), written,
+                                   required=state.required)
     return ModelRequest(messages=messages, grammar=grammar, max_tokens=settings.planner_max_tokens,
                         stop=(END_OF_PLAN,), logprobs=router.wants_logprobs, prefer=join_floors(settings, first_step))
 
@@ -94,17 +96,18 @@ def join_floors(settings: AgentSettings, first_step: int) -> tuple[Preference, .
 
 def plan_grammar_for(cache: dict[tuple[Any, ...], str], tools: Mapping[str, Tool], settings: AgentSettings,
                      first_step: int, prior_steps: tuple[int, ...],
-                     identifiers: Mapping[str, Sequence[str]] | None = None) -> str:
-    """The plan grammar, memoised in ``cache`` (the run's) per offered tool set, numbering and written
-    identifiers (None: identifier parameters are not limited to them)."""
+                     identifiers: Mapping[str, Sequence[str]] | None = None,
+                     required: frozenset[str] = frozenset()) -> str:
+    """The plan grammar, memoised in ``cache`` (the run's) per offered tool set, numbering, written identifiers
+    (None: identifier parameters are not limited to them) and the tools one of which it must call."""
     ids = None if identifiers is None else tuple((k, tuple(v)) for k, v in sorted(identifiers.items()))
-    key = (tuple(tools), first_step, prior_steps, ids)
+    key = (tuple(tools), first_step, prior_steps, ids, tuple(sorted(required)))
     grammar = cache.get(key)
     if grammar is None:
         if len(cache) > _MAX_GRAMMARS:
             cache.clear()
         grammar = cache[key] = plan_grammar(tools, options=settings.grammar, first_step=first_step,
-                                            prior_steps=prior_steps, identifiers=identifiers)
+                                            prior_steps=prior_steps, identifiers=identifiers, required=required)
     return grammar
 
 

@@ -33,14 +33,16 @@ from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import channel_problem
+from ._items import item_problem
+from ._lookups import finds_kind, mismatched_refs, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
-           "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "stray_lookups",
-           "undated_days", "unfit_calls", "unsourced_note", "unsourced_values", "use_given_identifiers",
-           "wrap_bare_refs"]
+           "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "ruled_out",
+           "stray_lookups", "undated_days", "unfit_calls", "unsourced_note", "unsourced_values",
+           "use_given_identifiers", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -232,7 +234,7 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         values = list(leaves(call.args))
         if call.id in used or not values or not all(isinstance(v, str) and 0 < len(v.split()) <= 4 for v in values):
             continue
-        finds = _finds(tools.get(call.name))
+        finds = finds_kind(tools.get(call.name))
         if finds is None:
             continue
         if not any(_grounded(v, request, stems) for v in values) or given is not None and any(
@@ -400,16 +402,26 @@ def invented_note(step: int, invented: Sequence[tuple[str, str]]) -> str:
 def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str,
                  request: str | None = None) -> str | None:
     """Why ``call`` must not run as planned (:func:`invented_identifiers`, :func:`unsourced_values`, and with the
-    ``request`` :func:`~._channels.channel_problem`), as the note the planner is given to plan again; None when
-    nothing is wrong."""
+    ``request`` :func:`~._channels.channel_problem` and :func:`~._items.item_problem`), as the note the planner is
+    given to plan again; None when nothing is wrong."""
     notes = []
     if request is not None and (wrong := channel_problem(call, earlier, tools, request)):
+        notes.append(wrong)
+    if request is not None and (wrong := item_problem(call, tools, request)):
+        notes.append(wrong)
+    if wrong := mismatched_refs(call, earlier, tools):
         notes.append(wrong)
     if invented := invented_identifiers(call, tools, known):
         notes.append(invented_note(call.id, invented))
     if unsourced := unsourced_values(call, earlier, tools, known):
         notes.append(unsourced_note(call.id, unsourced))
     return "; ".join(notes) or None
+
+
+def ruled_out(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], request: str) -> bool:
+    """Whether the request rules ``call``'s tool out altogether (it sends by the other channel, or acts on an
+    existing item where a new one is asked for, or the other way round), so that planning again leaves it out."""
+    return bool(channel_problem(call, earlier, tools, request) or item_problem(call, tools, request))
 
 
 def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
@@ -449,13 +461,6 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
     return call if args == dict(call.args) else Call(call.id, call.name, args)
 
 
-def _finds(tool: Tool | None) -> str | None:
-    """The identifier kind a tool finds, by its description and what it returns (a contact lookup: ``"email"``)."""
-    if tool is None:
-        return None
-    return identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"})
-
-
 def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str) -> Call:
     """``call`` with a made-up identifier replaced by the lookup that finds it: the plan looked the contact up,
     then wrote an address of its own (``1. lookup_email(name="Zoë")``, ``2. send(to=["zoë@example.com"])``).
@@ -477,7 +482,7 @@ def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, T
             return [fix(v, kind) for v in value]
         if not isinstance(value, str) or value not in bad:
             return value
-        lookups = [c for c in earlier.values() if c.id not in used and _finds(tools.get(c.name)) == kind
+        lookups = [c for c in earlier.values() if c.id not in used and finds_kind(tools.get(c.name)) == kind
                    and _belongs(value, c)]
         if len(lookups) != 1:
             return value
@@ -513,13 +518,14 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
     grounding = request_text(planner, query) if optionals else None
     days = undated_days(query, today)
     done: dict[int, Call] = {}
-    out = []
-    for call in plan.calls:
+    out: list[Call] = []
+    calls, notes = swap_lookups(plan.calls, tools) if identifiers else (list(plan.calls), [])
+    for call in calls:
         fixed = repair_call(call, done, given, tools, grounding, days)
         done[call.id] = fixed
         out.append(fixed)
-    notes = [f"plan: step {new.id} left out {', '.join(sorted(set(old.args) - set(new.args)))} (not in the request)"
-             for old, new in zip(plan.calls, out, strict=True) if set(new.args) < set(old.args)]
+    notes += [f"plan: step {new.id} left out {', '.join(sorted(set(old.args) - set(new.args)))} (not in the request)"
+              for old, new in zip(calls, out, strict=True) if set(new.args) < set(old.args)]
     gone = redundant_date_steps(out, tools, query)
     if gone:
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(gone))} (today's date is known)")

@@ -93,6 +93,11 @@ class AgentSettings:
             schema and description) take only the identifiers the request or the conversation writes, as written,
             or a ``$k`` reference; a tool that needs one the planner has neither of is not offered at that step,
             so the lookup comes first (:func:`tinyagent._grammar.plan_grammar`). False: any value of the shape.
+        ruled_out_tools: leave out of the plan grammar the tools the request rules out by what it says, read from
+            the tools' descriptions: one that acts on an existing message or note where the request points at none
+            but a tool makes a new one, one that makes a new one where the request points at an existing one
+            ("the dinner on Friday email"), and one that sends by the other channel where the request asks for a
+            text or an e-mail (``tinyagent.run._items``, ``tinyagent.run._channels``). The prompt is unchanged.
         ungrounded_optionals: ``"drop"``: leave out an optional argument that is a number or a short text found
             nowhere in the request (``year=2026``, ``price_min=100``: the tool's default is the better value);
             ``"keep"``: pass what the planner wrote.
@@ -118,4 +123,5 @@ class AgentSettings:
     grounding: bool = True
     given_identifiers: bool = True
     identifier_grammar: bool = False
+    ruled_out_tools: bool = True
     ungrounded_optionals: Literal["drop", "keep"] = "drop"

@@ -69,6 +69,10 @@ class RunState:
             to send got no call (:func:`~._channels.unserved_channel`).
         banned: tools the next plan's grammar leaves out (the prompt still lists them, so its KV cache holds): the
             tools of a first plan the no-tool decision refused, when the planner gets a second choice.
+        avoid: tools every later plan's grammar leaves out, because the request rules them out (a tool for an
+            existing message where the request asks for a new one, one that sends by the other channel:
+            :func:`~._repair.ruled_out`).
+        required: the next plan calls one of these before ``join`` (a request to send whose plan sent nothing).
         started: ``time.perf_counter()`` at the start.
     """
 
@@ -89,6 +93,8 @@ class RunState:
     boundary: str = ""
     force_call: bool = False
     banned: frozenset[str] = frozenset()
+    avoid: frozenset[str] = frozenset()
+    required: frozenset[str] = frozenset()
     started: float = field(default_factory=time.perf_counter)
 
     @property

@@ -1,0 +1,162 @@
+"""New or existing items (tinyagent/run/_items.py) and lookups of the wrong kind (tinyagent/run/_lookups.py), read
+from a registry's descriptions and schemas: a forward where the request asks for a new e-mail, a new note where it
+points at an existing one, an e-mail lookup whose result goes to a text message's phone numbers."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+
+import pytest
+
+from tinyagent import Agent, AgentSettings, ToolRegistry
+from tinyagent._plan import Call, Ref
+from tinyagent.models import ScriptedModel
+from tinyagent.run._items import existing_kinds, item_problem, new_kinds, pointed_kinds, ruled_out_items
+from tinyagent.run._lookups import lookup_kind, mismatched_refs, swap_lookups
+
+TODAY = dt.date(2026, 12, 1)
+TEXT = {"type": "string"}
+ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
+NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+
+
+def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
+    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+        "type": "object", "properties": props, "required": required}}}
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        _fn("find_address", "Finds a person's e-mail address.", {"who": TEXT}, ["who"]),
+        _fn("find_mobile", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        _fn("write_mail", "Composes a brand-new e-mail message and delivers it.",
+            {"to": ADDRESSES, "subject": TEXT, "body": TEXT}, ["to", "subject", "body"]),
+        _fn("pass_on", "Forwards an existing message from the inbox to new recipients.",
+            {"match": TEXT, "to": ADDRESSES}, ["match", "to"]),
+        _fn("buzz", "Sends a short message.", {"numbers": NUMBERS, "body": TEXT}, ["numbers", "body"]),
+        _fn("jot", "Stores a new note. The user is asked before an existing note with that title is replaced.",
+            {"title": TEXT, "body": TEXT}, ["title", "body"]),
+        _fn("extend", "Appends text to an existing note.", {"title": TEXT, "body": TEXT}, ["title", "body"]),
+        _fn("agenda", "Lists the events of a day.", {"day": TEXT}, ["day"]),
+    ])
+
+
+def test_kinds_come_from_the_first_sentence_of_a_description() -> None:
+    tools = _tools()
+    assert new_kinds(tools["write_mail"]) == {"message"} and not existing_kinds(tools["write_mail"])
+    assert existing_kinds(tools["pass_on"]) == {"message"} and not new_kinds(tools["pass_on"])  # "new recipients"
+    assert new_kinds(tools["jot"]) == {"note"} and not existing_kinds(tools["jot"])  # 2nd sentence: not what it does
+    assert existing_kinds(tools["extend"]) == {"note"}
+    assert not existing_kinds(tools["agenda"]) and not new_kinds(tools["agenda"])
+
+
+@pytest.mark.parametrize(("request_text", "kinds"), [
+    ("Send Sid the dinner on Friday email", {"message"}),
+    ("Reply to Alex Chen's offsite agenda email saying yes", {"message"}),
+    ("Add 'olive oil' to my Meeting notes note", {"note"}),
+    ("Email Omar: the client call moved to Thursday", set()),  # "email" is the verb
+    ("Send Alex the contents of my Gift ideas note by email", {"note"}),  # "by email" is the channel
+    ("Send Bob the email address of Sid", set()),  # an address, not a message
+    ("Write a new note titled Groceries", set()),
+    ("Forward this message to Ann", {"message"}),
+])
+def test_a_request_points_at_an_existing_item(request_text: str, kinds: set[str]) -> None:
+    assert set(pointed_kinds(request_text)) == kinds
+
+
+def test_the_wrong_one_of_new_and_existing_is_a_problem_when_an_offered_tool_is_the_right_one() -> None:
+    tools = _tools()
+    forward = Call(2, "pass_on", {"match": "client call", "to": [Ref(1)]})
+    assert "write_mail makes a new one" in (item_problem(forward, tools, "Email Omar: the call moved") or "")
+    assert item_problem(forward, tools, "Send Sid the dinner on Friday email") is None
+    assert item_problem(forward, tools, "Forward the latest from HR to Sid") is None  # the request names it
+    compose = Call(2, "write_mail", {"to": [Ref(1)], "subject": "x", "body": "y"})
+    assert "pass_on acts on an existing one" in (item_problem(compose, tools, "Send Sid the dinner email") or "")
+    assert item_problem(compose, tools, "Email Sid that dinner is at 8") is None
+    assert "extend" in (item_problem(Call(1, "jot", {}), tools, "Add 'milk' to my Groceries note") or "")
+    assert item_problem(Call(1, "jot", {}), tools, "Start a new note from my Groceries note") is None
+    only_forward = {"pass_on": tools["pass_on"]}  # nothing else would do better
+    assert item_problem(forward, only_forward, "Email Omar: the call moved") is None
+
+
+def test_the_tools_a_request_rules_out() -> None:
+    tools = _tools()
+    assert ruled_out_items("Email Omar: the call moved to Thursday", tools) == {"pass_on", "extend"}
+    assert ruled_out_items("Send Sid the dinner on Friday email", tools) == {"write_mail", "extend"}
+    assert ruled_out_items("Add 'milk' to my Groceries note", tools) == {"pass_on", "jot"}
+
+
+def test_agent_plan_leaves_ruled_out_tools_out_of_the_grammar() -> None:
+    plan = '1. find_address(who="Omar")\n2. write_mail(to=[$1], subject="Call", body="moved")\n3. join()\n<END_OF_PLAN>'
+    model = ScriptedModel([plan])
+    result = Agent(tools=_tools(), model=model).plan_sync("Email Omar: the call moved to Thursday", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["find_address", "write_mail"]
+    grammar = model.requests[0].grammar or ""
+    assert '"pass_on("' not in grammar and '"write_mail("' in grammar
+    off = ScriptedModel([plan])
+    Agent(tools=_tools(), model=off, settings=AgentSettings(ruled_out_tools=False)).plan_sync(
+        "Email Omar: the call moved to Thursday", today=TODAY)
+    assert '"pass_on("' in (off.requests[0].grammar or "")
+
+
+def test_a_forward_the_request_did_not_ask_for_is_planned_again_without_it() -> None:
+    model = ScriptedModel([
+        '1. find_address(who="Omar")\n2. pass_on(match="call", to=[$1])\n3. join()\n<END_OF_PLAN>',
+        '1. find_address(who="Omar")\n2. write_mail(to=[$1], subject="Call", body="moved")\n3. join()\n<END_OF_PLAN>',
+    ])
+    agent = Agent(tools=_tools(), model=model, settings=AgentSettings(ruled_out_tools=False))
+    result = agent.plan_sync("Email Omar: the call moved to Thursday", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["find_address", "write_mail"]
+    assert "acts on an existing message" in model.requests[1].messages[-1]["content"]
+    assert '"pass_on("' not in (model.requests[1].grammar or "")
+
+
+def test_lookup_kinds_come_from_descriptions_and_a_sender_is_no_lookup() -> None:
+    tools = _tools()
+    assert lookup_kind(tools["find_address"]) == "email" and lookup_kind(tools["find_mobile"]) == "phone"
+    assert lookup_kind(tools["buzz"]) is None and lookup_kind(tools["agenda"]) is None
+
+
+def test_a_lookup_whose_result_goes_to_the_other_kind_is_swapped() -> None:
+    tools = _tools()
+    calls = [Call(1, "find_address", {"who": "Jo"}), Call(2, "find_address", {"who": "Al"}),
+             Call(3, "buzz", {"numbers": [Ref(1), Ref(2)], "body": "landed"})]
+    swapped, notes = swap_lookups(calls, tools)
+    assert [c.name for c in swapped] == ["find_mobile", "find_mobile", "buzz"] and len(notes) == 2
+    right = [Call(1, "find_address", {"who": "Jo"}), Call(2, "write_mail", {"to": [Ref(1)], "subject": "s",
+                                                                           "body": "b"})]
+    assert swap_lookups(right, tools)[0] == right
+    mixed = [*calls[:1], Call(2, "buzz", {"numbers": [Ref(1)], "body": "x"}),
+             Call(3, "write_mail", {"to": [Ref(1)], "subject": "s", "body": "b"})]
+    assert swap_lookups(mixed, tools)[0] == mixed  # used as both kinds: left alone
+    problem = mismatched_refs(calls[2], {c.id: c for c in calls[:2]}, tools)
+    assert problem is not None and "find_mobile finds those" in problem
+    assert mismatched_refs(right[1], {1: right[0]}, tools) is None
+
+
+def test_a_text_whose_plan_only_looks_up_is_planned_again_with_a_send_required() -> None:
+    model = ScriptedModel([
+        '1. find_address(who="Jo")\n2. join()\n<END_OF_PLAN>',
+        '1. find_address(who="Jo")\n2. buzz(numbers=[$1], body="landed")\n3. join()\n<END_OF_PLAN>',
+    ])
+    result = Agent(tools=_tools(), model=model).plan_sync("Text Jo: landed", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["find_mobile", "buzz"]  # and the lookup swapped
+    assert "no step does" in model.requests[1].messages[-1]["content"]
+    assert "root ::= step-1-need" in (model.requests[1].grammar or "")
+    assert '"write_mail("' not in (model.requests[0].grammar or "")  # the other channel, ruled out from the start
+
+
+def test_a_streamed_run_sends_the_text_its_first_plan_only_looked_up_for() -> None:
+    model = ScriptedModel([
+        '1. find_mobile(who="Jo")\n2. join()\n<END_OF_PLAN>',
+        '2. buzz(numbers=[$1], body="landed")\n3. join()\n<END_OF_PLAN>',
+        "Answer: sent",
+    ])
+    tools = _tools()
+    runnable = ToolRegistry([replace(tools["find_mobile"], function=lambda who: "+1 415 555 0100"),
+                             *(t for n, t in tools.items() if n != "find_mobile")])
+    result = Agent(tools=runnable, model=model, confirm=lambda _: True).run_sync("Text Jo: landed", today=TODAY)
+    assert [s.name for s in result.steps] == ["find_mobile", "buzz"]
+    assert "no step does" in model.requests[1].messages[-1]["content"]
+    assert "-need" in (model.requests[1].grammar or "")

@@ -1,0 +1,129 @@
+"""New or existing: a tool that acts on an item already there, or one that makes a new one.
+
+Small planners blur the two: "Email Omar: the client call moved to Thursday" becomes a forward of some message, and
+"Add 'olive oil' to my Reading list note" a new note. Which tool does which comes from the registry's descriptions,
+never from a tool's name: a tool acts on an *existing* item when the first sentence of its description says so
+("Forwards an existing message", "Appends text at the bottom of an existing note"), and makes a *new* one when it
+says "new" or "brand-new" of it ("Composes a brand-new e-mail message", "Stores a new note"). The item's kind is
+the noun that follows, read through a few plain English synonyms (an e-mail is a message; a memo is a note).
+
+A request points at an existing item when a determiner or a possessive is followed, within a few words, by the
+item's noun: "the dinner on Friday email", "Alex Chen's offsite agenda email", "my Reading list note". "Email Omar
+that ..." (a verb) and "a new note" (no determiner) point at none.
+
+:func:`item_problem` refuses, as a reason to plan again (like a made-up address):
+
+* a call of a tool that acts on an existing item of a kind the request points at nowhere, while an offered tool
+  makes a new one of that kind;
+* a call of a tool that makes a new item of a kind the request points at an existing one of, while an offered tool
+  acts on an existing one of that kind.
+
+:func:`ruled_out_items` names the offered tools so refused whatever their arguments; ``AgentSettings.ruled_out_tools``
+leaves them out of the plan grammar from the start. A registry whose descriptions say neither "existing" nor "new"
+is never affected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+
+from .._plan import Call
+from .._tools import Tool
+
+__all__ = ["existing_kinds", "item_problem", "new_kinds", "pointed_kinds", "ruled_out_items"]
+
+_KINDS: dict[str, tuple[str, ...]] = {
+    "message": ("message", "messages", "email", "emails", "e-mail", "e-mails", "mail", "mails"),
+    "note": ("note", "notes", "memo", "memos"),
+    "document": ("document", "documents", "file", "files", "doc", "docs", "pdf", "pdfs"),
+}
+# (Not events or tasks: "set up the meeting with Bob" and "the reminder to call mom" ask for new ones.)
+_KIND_OF = {word: kind for kind, words in _KINDS.items() for word in words}
+_NOUN = "|".join(sorted((re.escape(w) for w in _KIND_OF), key=len, reverse=True))
+_DESCRIBED = {
+    "existing": re.compile(rf"\bexisting\s+(?:[\w-]+\s+)?({_NOUN})\b", re.IGNORECASE),
+    "new": re.compile(rf"\b(?:brand-new|brand new|new)\s+(?:[\w-]+\s+)?({_NOUN})\b", re.IGNORECASE),
+}
+# A determiner or possessive, at most five plain words that are not a channel idiom or a clause break, and the
+# last noun of a kind before any of those ("my Meeting notes note" is a note).
+_POINTER = re.compile(
+    r"\b(?:the|this|that|these|those|my|his|her|their|our|your|[\w-]+'s)\s+"
+    r"(?:(?!(?:by|via|through|over|as|and|or|that|to|with|for)\b)[\w'-]+\s+){0,5}"
+    rf"({_NOUN})\b(?!-|\s+(?:address|addresses|account|accounts|app|client|id|path|paths|name|names|title|"
+    r"titles|folder|folders|server|signature|thread)\b)",
+    re.IGNORECASE,
+)
+_NAME_WORD = re.compile(r"[a-z]{4,}")
+_GENERIC = frozenset({"send", "sends", "gets", "returns", "makes", "creates", "takes", "uses", "lists", "finds",
+                      "with", "from", "user", "users"})
+
+
+@lru_cache(maxsize=1024)
+def _described(description: str, which: str) -> frozenset[str]:
+    """The kinds the description's first sentence (what the tool does) calls existing or new; a later sentence
+    ("The user is prompted before an existing note with the same title is replaced") is about something else."""
+    first = re.split(r"(?<=[.!?])\s+", description.strip(), maxsplit=1)[0]
+    return frozenset(_KIND_OF[m.group(1).lower()] for m in _DESCRIBED[which].finditer(first))
+
+
+def existing_kinds(tool: Tool) -> frozenset[str]:
+    """The kinds of item ``tool`` acts on when they already exist (by its description's "existing ...")."""
+    return _described(tool.description or "", "existing")
+
+
+def new_kinds(tool: Tool) -> frozenset[str]:
+    """The kinds of item ``tool`` makes anew (by its description's "new ..." / "brand-new ...")."""
+    return _described(tool.description or "", "new") - existing_kinds(tool)
+
+
+def pointed_kinds(request: str) -> dict[str, str]:
+    """The kinds of existing item the request points at, each with the words that point at it."""
+    out: dict[str, str] = {}
+    for m in _POINTER.finditer(request):
+        out.setdefault(_KIND_OF[m.group(1).lower()], m.group(0))
+    return out
+
+
+def item_problem(call: Call, tools: Mapping[str, Tool], request: str) -> str | None:
+    """Why ``call`` acts on an existing item where the request asks for a new one, or the other way round (the note
+    for planning again); None when it does not, or when no offered tool would do better."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return None
+    pointed = pointed_kinds(request)
+    for kind in sorted(existing_kinds(tool)):
+        makers = _others(tools.values(), call.name, new_kinds, kind)
+        if kind not in pointed and makers and not _named(tool, request):
+            return (f"step {call.id}: {call.name} acts on an existing {kind}, but the request points at none; "
+                    f"{_verb(makers, 'makes', 'make')} a new one")
+    for kind in sorted(new_kinds(tool)):
+        users = _others(tools.values(), call.name, existing_kinds, kind)
+        if kind in pointed and users and not re.search(r"\bnew\b", request, re.IGNORECASE):
+            return (f"step {call.id}: {call.name} makes a new {kind}, but the request speaks of an existing one "
+                    f"({pointed[kind]!r}); {_verb(users, 'acts', 'act')} on an existing one")
+    return None
+
+
+def ruled_out_items(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools :func:`item_problem` refuses for this request whatever their arguments."""
+    return frozenset(name for name in tools if item_problem(Call(1, name, {}), tools, request))
+
+
+def _named(tool: Tool, request: str) -> bool:
+    """Whether the request uses a word of the tool's name or the verb its description opens with, other than an
+    item's noun or a generic verb ("Forward the latest from HR to Sid" asks for a forwarding tool, whatever it
+    points at); a word matches its inflections."""
+    words = re.findall(r"[a-z'-]+", request.lower())
+    own = _NAME_WORD.findall(tool.name.lower()) + _NAME_WORD.findall((tool.description or "").lower())[:1]
+    stems = [w[: max(4, len(w) - 2)] for w in own if w not in _KIND_OF and w not in _GENERIC]
+    return any(word.startswith(stem) for stem in stems for word in words)
+
+
+def _others(tools: Iterable[Tool], name: str, kinds: Callable[[Tool], frozenset[str]], kind: str) -> list[str]:
+    return sorted(t.name for t in tools if t.name != name and kind in kinds(t))
+
+
+def _verb(names: list[str], one: str, many: str) -> str:
+    return f"{names[0]} {one}" if len(names) == 1 else f"{', '.join(names)} {many}"

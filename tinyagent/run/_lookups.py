@@ -1,0 +1,105 @@
+"""A lookup of the wrong kind: an e-mail address looked up where a phone number is passed, or the other way round.
+
+"Text Jordan and Omar: landed" planned as two e-mail lookups whose results go to a text message's phone numbers.
+What a tool finds, and what a parameter takes, come from the registry (:func:`tinyagent._formats.identifier_kind`
+over descriptions and schemas), never from a tool's name:
+
+* :func:`swap_lookups`: in a whole plan, a lookup whose result goes only to parameters of the other kind becomes
+  the one offered lookup that finds that kind and takes the same arguments (``contacts_lookup_email(person_name=
+  "Jordan")`` → ``contacts_lookup_phone(person_name="Jordan")``);
+* :func:`mismatched_refs`: where no such swap is possible (a streamed plan whose lookup already ran), a call that
+  passes such a result is a reason to plan again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._formats import identifier_kind
+from .._plan import Call, Ref, find_refs
+from .._tools import Tool
+
+__all__ = ["finds_kind", "lookup_kind", "mismatched_refs", "swap_lookups"]
+
+_KIND = {"phone": "phone numbers", "email": "e-mail addresses"}
+
+
+def finds_kind(tool: Tool | None) -> str | None:
+    """The identifier kind a tool finds, by its description and what it returns (a contact lookup: ``"email"``)."""
+    if tool is None:
+        return None
+    return identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"})
+
+
+def lookup_kind(tool: Tool | None) -> str | None:
+    """The identifier kind a *lookup* finds: a tool that finds one and takes none (a sender to phone numbers
+    speaks of them too, but takes them)."""
+    kind = finds_kind(tool)
+    if kind is None or tool is None:
+        return None
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    takes = any(isinstance(s, Mapping) and identifier_kind(s) for s in props.values())
+    return None if takes else kind
+
+
+def _wanted_kinds(step: int, calls: Iterable[Call], tools: Mapping[str, Tool]) -> set[str | None]:
+    """The identifier kinds of the parameters that take step ``step``'s result (None: one that is no identifier)."""
+    out: set[str | None] = set()
+    for call in calls:
+        props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+        for name, value in call.args.items():
+            if any(r.step == step for r in find_refs(value)):
+                schema = props.get(name)
+                out.add(identifier_kind(schema) if isinstance(schema, Mapping) else None)
+    return out
+
+
+def _takes_same_arguments(tool: Tool, args: Mapping[str, Any]) -> bool:
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    return set(args) <= set(props) and set(tool.required) <= set(args)
+
+
+def swap_lookups(calls: Sequence[Call], tools: Mapping[str, Tool]) -> tuple[list[Call], list[str]]:
+    """The plan with each lookup whose result goes only to identifiers of the other kind made the lookup of that
+    kind (when exactly one offered tool finds it and takes the same arguments); with a note per swap."""
+    out, notes = list(calls), []
+    for i, call in enumerate(calls):
+        found = lookup_kind(tools.get(call.name))
+        wanted = _wanted_kinds(call.id, calls[i + 1 :], tools)
+        if found is None or len(wanted) != 1 or None in wanted or found in wanted:
+            continue
+        kind = next(k for k in wanted if k is not None)
+        right = [t.name for t in tools.values() if lookup_kind(t) == kind and _takes_same_arguments(t, call.args)]
+        if len(right) == 1:
+            out[i] = Call(call.id, right[0], dict(call.args))
+            notes.append(f"plan: step {call.id} looks up {_KIND[kind]} with {right[0]}, not {_KIND[found]} "
+                         f"with {call.name} (its result goes where {_KIND[kind]} go)")
+    return out, notes
+
+
+def mismatched_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> str | None:
+    """Why ``call`` passes a lookup's result where identifiers of another kind go (the note for planning again);
+    None when it does not."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return None
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    for name, value in call.args.items():
+        schema = props.get(name)
+        want = identifier_kind(schema) if isinstance(schema, Mapping) else None
+        if want is None:
+            continue
+        for ref in find_refs(value):
+            source = earlier.get(ref.step)
+            found = lookup_kind(tools.get(source.name)) if source is not None else None
+            if found is not None and found != want and source is not None:
+                right = sorted(t.name for t in tools.values() if lookup_kind(t) == want)
+                hint = f"; {', '.join(right)} {'finds' if len(right) == 1 else 'find'} those" if right else ""
+                return (f"step {call.id} passes {_ref(ref)} to {name}, which takes {_KIND[want]}, but step "
+                        f"{ref.step} ({source.name}) finds {_KIND[found]}{hint}")
+    return None
+
+
+def _ref(ref: Ref) -> str:
+    return f"${ref.step}"

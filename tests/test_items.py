@@ -160,3 +160,25 @@ def test_a_streamed_run_sends_the_text_its_first_plan_only_looked_up_for() -> No
     assert [s.name for s in result.steps] == ["find_mobile", "buzz"]
     assert "no step does" in model.requests[1].messages[-1]["content"]
     assert "-need" in (model.requests[1].grammar or "")
+
+
+def test_a_value_standing_for_a_missing_step_or_holding_plan_text_is_a_problem() -> None:
+    from tinyagent.run._dangling import dangling_problem
+
+    lookup = {1: Call(1, "find_address", {"who": "Kenji"})}
+    assert "no step 2 before it" in (dangling_problem(Call(2, "write_mail", {"body": ">$2"}), lookup) or "")
+    leaked = Call(2, "write_mail", {"body": '>$1. join() <END_OF_PLAN>**Note:** sent'})
+    assert "plan text" in (dangling_problem(leaked, lookup) or "")
+    for fine in ("lunch is $25", "$25", "see you at 5"):
+        assert dangling_problem(Call(1, "write_mail", {"body": fine}), {}) is None
+
+
+def test_agent_plan_plans_again_for_a_result_it_never_planned() -> None:
+    model = ScriptedModel([
+        '1. find_address(who="Kenji")\n2. write_mail(to=[$1], subject="Notes", body=">$2")\n3. join()\n<END_OF_PLAN>',
+        '1. find_address(who="Kenji")\n2. write_mail(to=[$1], subject="Notes", body="the notes")\n3. join()\n'
+        "<END_OF_PLAN>",
+    ])
+    result = Agent(tools=_tools(), model=model).plan_sync("Email Kenji my Meeting notes note", today=TODAY)
+    assert result.plan.calls[1].args["body"] == "the notes"
+    assert "no step 2 before it" in model.requests[1].messages[-1]["content"]

@@ -33,6 +33,7 @@ from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import channel_problem
+from ._dangling import dangling_problem
 from ._items import item_problem
 from ._lookups import finds_kind, mismatched_refs, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
@@ -410,6 +411,8 @@ def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, To
     if request is not None and (wrong := item_problem(call, tools, request)):
         notes.append(wrong)
     if wrong := mismatched_refs(call, earlier, tools):
+        notes.append(wrong)
+    if wrong := dangling_problem(call, earlier):
         notes.append(wrong)
     if invented := invented_identifiers(call, tools, known):
         notes.append(invented_note(call.id, invented))

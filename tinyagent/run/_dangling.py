@@ -1,0 +1,47 @@
+"""Values that stand for a step the plan does not have, or that hold plan text.
+
+"Send Kenji the contents of my Meeting notes note by email" planned as a lookup and
+``mail_compose_and_send(..., message_body=">$2")``: the planner meant the note's text, a result of a step it never
+wrote. And a planner that writes the end of the plan inside a value (``message_body=">$1. join() <END_OF_PLAN>
+**Note:** ..."``) has lost the plan's thread. Both are reasons to plan again (like a made-up address), told which.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .._plan import END_OF_PLAN, Call
+
+__all__ = ["dangling_problem"]
+
+_STEP_TEXT = re.compile(r"[^\w$]*\$(\d+)[^\w]*")  # the whole value: "$2", ">$2" (not "lunch is $25")
+_PLAN_TEXT = re.compile(rf"{re.escape(END_OF_PLAN)}|\bjoin\(\)|(?:^|\n)\s*\d+\.\s+\w+\(")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def dangling_problem(call: Call, earlier: Mapping[int, Call]) -> str | None:
+    """Why a value of ``call`` stands for a step the plan lacks (``"$2"`` in a text with no step 2 before it) or
+    holds plan text (the note for planning again); None when none does."""
+    for name, value in call.args.items():
+        for text in _strings(value):
+            if _PLAN_TEXT.search(text):
+                return (f"step {call.id} writes plan text into {name}; a value holds only what the request asks "
+                        "for, or $k alone for a step's result")
+            ref = _STEP_TEXT.fullmatch(text)
+            k = int(ref.group(1)) if ref else 0
+            if 0 < k <= call.id and (k == call.id or k not in earlier):  # (``earlier`` may hold the whole plan)
+                return (f"step {call.id} passes {text!r} in {name}, but no step {k} before it gives that; first call "
+                        f"the listed tool that gets it and pass that step's result as $k")
+    return None

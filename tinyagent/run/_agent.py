@@ -20,7 +20,6 @@ from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
-from ._actions import unnamed_action
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._items import ruled_out_items
 from ._loop import run_loop
@@ -215,11 +214,8 @@ class Agent:
                         if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
             usable = {n: t for n, t in state.offer.tools.items() if n not in state.avoid}
             unserved = unserved_channel(state.query, usable, plan.calls) if check else None
-            action = unnamed_action(state.query, plan.calls, usable) if check and not unserved else None
             if unserved:
                 invented.append(unserved)
-            if action:
-                invented.append(action[0])
             if not invented or not again:
                 break
             reason = "; ".join(invented)
@@ -231,8 +227,7 @@ class Agent:
             # What the request rules out is left out of the grammar, and a request to send that sent nothing
             # sends this time: told alone, a small planner often writes the same plan again.
             state.avoid |= {c.name for c in plan.calls if ruled_out(c, earlier, state.offer.tools, state.query)}
-            state.required = channel_senders(state.query, usable) if unserved else action[1] if action \
-                else frozenset()
+            state.required = channel_senders(state.query, usable) if unserved else frozenset()
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
             state.required = frozenset()
             try:

@@ -22,7 +22,6 @@ from .._events import ReplanEvent, RunResult
 from .._prompts import replan_context
 from .._routing_base import RouteSignals
 from ..errors import ConfirmationDenied, PlanError, PlanValidationError
-from ._actions import unnamed_action
 from ._channels import channel_senders, unserved_channel
 from ._execute import Attempt, plan_and_execute
 from ._join import join, template_answer
@@ -75,13 +74,10 @@ async def _unserved(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
         return False
     usable = {n: t for n, t in state.offer.tools.items() if n not in state.avoid}
     reason = unserved_channel(state.query, usable, attempt.plan.calls)
-    required = channel_senders(state.query, usable)  # the replan sends, by that channel
-    if reason is None and (action := unnamed_action(state.query, attempt.plan.calls, usable)):
-        reason, required = action  # or calls a tool the request names
     if reason is None:
         return False
     state.force_call = not attempt.plan.calls
-    state.required = required
+    state.required = channel_senders(state.query, usable)  # the replan sends, by that channel
     state.result.notes.append(f"plan: {reason}; planning again")
     note = replan_context(attempt.stream.parser.text.strip(), state.observations(), reason, state.next_step,
                           boundary=state.boundary)

@@ -4,10 +4,13 @@ points at an existing one, an e-mail lookup whose result goes to a text message'
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from _helpers_models import real_model_available
 
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Ref
@@ -182,3 +185,28 @@ def test_agent_plan_plans_again_for_a_result_it_never_planned() -> None:
     result = Agent(tools=_tools(), model=model).plan_sync("Email Kenji my Meeting notes note", today=TODAY)
     assert result.plan.calls[1].args["body"] == "the notes"
     assert "no step 2 before it" in model.requests[1].messages[-1]["content"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"), reason="qwen2.5-coder-1.5b is not installed")
+def test_real_planner_new_or_existing_and_lookup_kinds_on_a_foreign_registry() -> None:
+    """On the default GGUF over the disguised 23-tool registry: "Write an email to Omar: ..." was a forward and
+    "Text Jordan and Omar: ..." two e-mail lookups and no text (PA proxy, session 17); now a new e-mail after the
+    lookup, and phone lookups feeding the text."""
+    from tinyagent.apps import load_tools
+    from tinyagent.models import load_model
+
+    registry = load_tools(str(Path(__file__).parents[1] / "benchmarks" / "data" / "pa_proxy" / "tools.json"))
+    model = load_model("qwen2.5-coder-1.5b", n_threads=2)
+    try:
+        agent = Agent(tools=registry, model=model, auto_examples=False)
+        mail = agent.plan_sync("Write an email to Omar: the client call moved to Thursday", today=TODAY).plan
+        text = agent.plan_sync("Text Jordan and Omar: landed, see you soon", today=TODAY).plan
+    finally:
+        asyncio.run(model.aclose())
+    makers = [t.name for t in registry.values() if new_kinds(t) == {"message"}]
+    assert makers and [c.name for c in mail.calls][-1] in makers, mail
+    from tinyagent.run._channels import senders
+
+    assert senders([registry[text.calls[-1].name]]).get(text.calls[-1].name) == {"phone"}, text
+    assert all(lookup_kind(registry[c.name]) == "phone" for c in text.calls[:-1]), text

@@ -331,3 +331,19 @@ def test_a_run_executes_the_second_choice() -> None:
     assert [s.name for s in result.steps] == ["dim_lights"] and result.replans == 0
     assert any("second choice without get_route" in n for n in result.notes)
     assert result.usage.input_tokens > 0 and len([r for r in model.requests if r.grammar]) == 2
+
+
+def test_a_request_in_another_script_shares_no_words_so_they_count_neither_way() -> None:
+    """Even-indexed BFCL live cases in Korean were refused for sharing no words with the tools (they cannot)."""
+    @tool
+    def news_search(keyword: str) -> str:
+        """Search the news for a keyword."""
+        return keyword
+
+    tools = {"news_search": news_search}
+    korean = plan_features("최근 박지성에 관한 뉴스를 찾아줘.", [Call(1, "news_search", {"keyword": "박지성"})], tools)
+    assert korean["overlap"] == 1.0 and korean["named"] == 1.0 and korean["grounded"] == 1.0
+    english = plan_features("who is park ji sung", [Call(1, "news_search", {"keyword": "Park Ji Sung"})], tools)
+    assert english["named"] == 0.0  # Latin script: compared as before
+    weather = {"p_join": 0.43, "grounded": 0.0, "overlap": 1.0, "named": 1.0}  # "你是谁?你能做什么" -> a weather call
+    assert no_tool_probability(weather) >= NO_TOOL_FLOOR

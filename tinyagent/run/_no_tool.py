@@ -13,6 +13,11 @@ model fitted by ``benchmarks/calibrate_no_tool.py`` (coefficients in :data:`~._s
 * ``overlap``: the share of the request's content words found in the called tools' names, descriptions and
   parameters.
 
+A request written mostly in another script than the tools' (Korean, Chinese, ...) shares no words with them, so
+``overlap`` and ``named`` say nothing there and count as full support (:func:`plan_features`); on the even-indexed
+BFCL calibration records that keeps the 3 plans of such requests that need a tool and still refuses the one that
+does not ("你是谁?你能做什么" planned as a weather lookup: nothing in it is grounded).
+
 All of them are schema and text driven; nothing is keyed to a tool's name. The question is asked only when its
 answer could change the decision; the fitted model for qwen2.5-coder-1.5b gives it no weight (on even-indexed BFCL
 the verifier says "yes" to its own plans about as readily whether or not a tool fits: P(yes) 0.6-0.75 for both), so
@@ -135,7 +140,15 @@ def plan_features(query: str, calls: Sequence[Call], tools: Mapping[str, Tool]) 
     content = [w for w in request_words if not w.isdigit() and len(w) > 2]
     overlap = sum(_matches(w, tool_stems, tool_words) for w in content) / len(content) if content else 0.0
     named = _named(request_words, calls)
+    if _other_script(query):
+        overlap = named = 1.0  # no shared words to compare: the words count neither way
     return {"grounded": round(grounded, 4), "overlap": round(overlap, 4), "named": round(named, 4)}
+
+
+def _other_script(text: str) -> bool:
+    """Most of the request's letters are not Latin (the script of the tools' names and descriptions)."""
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and sum(not c.isascii() for c in letters) > len(letters) / 2
 
 
 def verify_request(planner: ModelRequest, plan_text: str) -> ModelRequest:

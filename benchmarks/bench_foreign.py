@@ -225,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     distillation: dict[str, Any] = {"registry": f"mt_{DISTILL_SUITE}", "base_acc": None, "tuned_acc": None,
                                     "teacher_acc": None, "n": None,
                                     "status": "not run: pass --distill (about an hour on 2 cores)"}
+    previous = json.loads(args.output.read_text(encoding="utf-8")) if args.output.exists() else {}
+    if not (args.distill or args.distill_only) and previous.get("distillation", {}).get("base_acc") is not None:
+        distillation = previous["distillation"]  # kept from the run that measured it (its settings say when)
     if args.distill or args.distill_only:
         distillation = run_distillation(data, args.teacher, args.student, args.threads, args.work, args.distill_n,
                                         args.distill_steps, args.distill_eval, args.distill_max_length,
@@ -240,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                      "seconds": round(time.perf_counter() - start, 1)},
         "cases": rows,
     }
+    if not (args.distill or args.distill_only) and "distillation_run" in previous.get("settings", {}):
+        result["settings"]["distillation_run"] = previous["settings"]["distillation_run"]
     if args.distill_only:  # the registries' rows, machine and settings stay those of the run that measured them
         result["machine"] = kept.get("machine", {})
         result["settings"] = {**kept.get("settings", {}), "distillation_run": {

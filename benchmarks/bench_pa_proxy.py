@@ -12,6 +12,10 @@ Usage (runs the 1.5B planner: use the shared lock)::
     flock /tmp/llama.lock nice -n 10 python benchmarks/bench_pa_proxy.py --limit 40
     flock /tmp/llama.lock nice -n 10 python benchmarks/bench_pa_proxy.py --limit 40 --auto-examples
     python benchmarks/bench_pa_proxy.py --model smollm2-135m --limit 2 --output /tmp/pa.json
+    python benchmarks/bench_pa_proxy.py --only-failed benchmarks/results/pa_proxy_full.json --output /tmp/pa.json
+
+``--only-failed RESULTS`` plans only the cases that failed in an earlier results file (a quick look at whether a
+change turns them into right plans; the full run says whether it broke others).
 
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built

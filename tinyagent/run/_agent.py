@@ -212,7 +212,7 @@ class Agent:
             check = self.settings.given_identifiers
             invented = [bad for c in plan.calls
                         if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
-            usable = {n: t for n, t in state.offer.tools.items() if n not in state.avoid}
+            usable = state.usable_tools
             unserved = unserved_channel(state.query, usable, plan.calls) if check else None
             if unserved:
                 invented.append(unserved)

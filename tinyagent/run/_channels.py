@@ -25,7 +25,7 @@ from .._formats import identifier_kind
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["asked_channel", "channel_problem", "channel_senders", "other_channel_senders", "senders",
+__all__ = ["KIND_WORDS", "asked_channel", "channel_problem", "channel_senders", "other_channel_senders", "senders",
            "unserved_channel"]
 
 _WORDS = {
@@ -37,7 +37,8 @@ _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\b|\b\d{1
 _GIVEN = {"phone": re.compile(r"(?<![\w.])\+?\d[\d ().-]{5,}\d\b"),
           "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")}
 _WHAT = {"phone": "a text message (to phone numbers)", "email": "an e-mail (to e-mail addresses)"}
-_KIND = {"phone": "phone numbers", "email": "e-mail addresses"}
+KIND_WORDS = {"phone": "phone numbers", "email": "e-mail addresses"}
+"""How a note to the planner names each identifier kind."""
 _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
 # A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu"), not a mention of the
 # channel ("I need the email for Maria", "Invite ann@x.org to lunch").
@@ -85,24 +86,27 @@ def channel_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
     if any(want in sending.get(c.name, frozenset()) for c in earlier.values()):
         return None
     return (f"step {call.id}: the request asks for {_WHAT[want]}, but {call.name} sends to "
-            f"{' and '.join(_KIND[k] for k in sorted(kinds))}; {_names(right)} that")
+            f"{' and '.join(KIND_WORDS[k] for k in sorted(kinds))}; {_names(right)} that")
 
 
 def channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
     """The offered tools that send by the channel the request asks for (empty: it names no one channel)."""
-    want = asked_channel(request)
-    if want is None:
-        return frozenset()
-    return frozenset(name for name, k in senders(tools.values()).items() if want in k)
+    return _by_channel(request, tools)[0]
 
 
 def other_channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
     """The offered tools that send only by another channel than the one the request asks for, when an offered
     tool sends by that one (empty otherwise): what :func:`channel_problem` would refuse."""
-    right = channel_senders(request, tools)
-    if not right:
-        return frozenset()
-    return frozenset(senders(tools.values())) - right
+    right, sending = _by_channel(request, tools)
+    return frozenset(sending) - right if right else frozenset()
+
+
+def _by_channel(request: str, tools: Mapping[str, Tool]) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """The offered senders by the channel the request asks for (empty: none, or it names no one channel), and
+    every offered sender with its kinds."""
+    want = asked_channel(request)
+    sending = senders(tools.values()) if want is not None else {}
+    return frozenset(name for name, k in sending.items() if want in k), sending
 
 
 def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Call] = ()) -> str | None:

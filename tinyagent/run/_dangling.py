@@ -9,10 +9,10 @@ wrote. And a planner that writes the end of the plan inside a value (``message_b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from .._plan import END_OF_PLAN, Call
+from .._provenance import leaves
 
 __all__ = ["dangling_problem"]
 
@@ -20,22 +20,11 @@ _STEP_TEXT = re.compile(r"[^\w$]*\$(\d+)[^\w]*")  # the whole value: "$2", ">$2"
 _PLAN_TEXT = re.compile(rf"{re.escape(END_OF_PLAN)}|\bjoin\(\)|(?:^|\n)\s*\d+\.\s+\w+\(")
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-
-
 def dangling_problem(call: Call, earlier: Mapping[int, Call]) -> str | None:
     """Why a value of ``call`` stands for a step the plan lacks (``"$2"`` in a text with no step 2 before it) or
     holds plan text (the note for planning again); None when none does."""
     for name, value in call.args.items():
-        for text in _strings(value):
+        for text in (v for v in leaves(value) if isinstance(v, str)):
             if _PLAN_TEXT.search(text):
                 return (f"step {call.id} writes plan text into {name}; a value holds only what the request asks "
                         "for, or $k alone for a step's result")

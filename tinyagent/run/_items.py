@@ -90,8 +90,8 @@ def item_problem(call: Call, tools: Mapping[str, Tool], request: str) -> str | N
     """Why ``call`` acts on an existing item where the request asks for a new one, or the other way round (the note
     for planning again); None when it does not, or when no offered tool would do better."""
     tool = tools.get(call.name)
-    if tool is None:
-        return None
+    if tool is None or not (existing_kinds(tool) or new_kinds(tool)):
+        return None  # (most tools: no request text to read)
     pointed = pointed_kinds(request)
     for kind in sorted(existing_kinds(tool)):
         makers = _others(tools.values(), call.name, new_kinds, kind)

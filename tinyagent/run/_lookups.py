@@ -17,12 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._formats import identifier_kind
-from .._plan import Call, Ref, find_refs
+from .._plan import Call, find_refs
 from .._tools import Tool
+from ._channels import KIND_WORDS as _KIND
 
 __all__ = ["finds_kind", "lookup_kind", "mismatched_refs", "swap_lookups"]
-
-_KIND = {"phone": "phone numbers", "email": "e-mail addresses"}
 
 
 def finds_kind(tool: Tool | None) -> str | None:
@@ -96,10 +95,7 @@ def mismatched_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
             if found is not None and found != want and source is not None:
                 right = sorted(t.name for t in tools.values() if lookup_kind(t) == want)
                 hint = f"; {', '.join(right)} {'finds' if len(right) == 1 else 'find'} those" if right else ""
-                return (f"step {call.id} passes {_ref(ref)} to {name}, which takes {_KIND[want]}, but step "
+                return (f"step {call.id} passes {ref} to {name}, which takes {_KIND[want]}, but step "
                         f"{ref.step} ({source.name}) finds {_KIND[found]}{hint}")
     return None
 
-
-def _ref(ref: Ref) -> str:
-    return f"${ref.step}"

@@ -72,7 +72,7 @@ async def _unserved(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
     follows."""
     if state.attempt > 0 or not setup.settings.given_identifiers:
         return False
-    usable = {n: t for n, t in state.offer.tools.items() if n not in state.avoid}
+    usable = state.usable_tools
     reason = unserved_channel(state.query, usable, attempt.plan.calls)
     if reason is None:
         return False

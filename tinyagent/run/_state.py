@@ -13,7 +13,7 @@ from .._executor import Executor
 from .._plan import Example
 from .._provenance import Provenance
 from .._routing_base import RouteSignals, RoutingHook
-from .._tools import ToolRegistry
+from .._tools import Tool, ToolRegistry
 from ._retrieve import ExampleSelector, Offer, ToolRetriever, offer
 from ._settings import AgentSettings
 
@@ -96,6 +96,11 @@ class RunState:
     avoid: frozenset[str] = frozenset()
     required: frozenset[str] = frozenset()
     started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def usable_tools(self) -> dict[str, Tool]:
+        """The offered tools the request does not rule out (:attr:`avoid`)."""
+        return {n: t for n, t in self.offer.tools.items() if n not in self.avoid}
 
     @property
     def next_step(self) -> int:

@@ -36,7 +36,7 @@ from typing import Any
 
 log = logging.getLogger("tinyagent.models.llama")
 
-__all__ = ["DecodeStats", "GrammarEngine", "LookupRate", "greedy_decode"]
+__all__ = ["DecodeStats", "GrammarEngine", "LookupRate", "cut_stop", "greedy_decode"]
 
 # On a CPU a batch is compute-bound: each extra token costs about half a single-token pass (measured on 2 cores:
 # 1 token 43 ms, 4 tokens 108 ms, 8 tokens 240 ms for the 1.5B), so a draft pays only where most of it is accepted.
@@ -309,10 +309,7 @@ class _Text:
 
     def end(self) -> None:
         """The grammar has ended the text: cut the stop string it ends with."""
-        for s in self._stop:
-            if self.text.endswith(s):
-                self.text = self.text[: len(self.text) - len(s)]
-                return
+        self.text = cut_stop(self.text, self._stop)
 
     def peek(self, tokens: Sequence[int]) -> list[str]:
         """The text so far, then after each of ``tokens`` in turn (nothing is added)."""
@@ -417,6 +414,14 @@ def greedy_decode(
     stats.token_ids = history[len(prompt):]
     stats.decode_s = time.perf_counter() - first
     return stats
+
+
+def cut_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` without the first of the ``stop`` strings it ends with (a grammar's end marker)."""
+    for s in stop:
+        if s and text.endswith(s):
+            return text[: len(text) - len(s)]
+    return text
 
 
 def _ended(text: _Text, chooser: _Chooser, token: int) -> bool:

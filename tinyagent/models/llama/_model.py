@@ -15,7 +15,7 @@ from ...errors import ConfigurationError, MissingDependencyError, ModelError
 from .._base import Completion, Model, ModelRequest, Pricing, Usage, check_allowed
 from .._cpu import free_cores, new_llama
 from .._thread import submit_llama
-from ._decode import DecodeStats, GrammarEngine, LookupRate, greedy_decode
+from ._decode import DecodeStats, GrammarEngine, LookupRate, cut_stop, greedy_decode
 from ._kv_cache import (
     PrefixCaching,
     _cache_enabled_by_env,
@@ -461,10 +461,8 @@ class LlamaCppModel(PrefixCaching, Model):
                 fast.close()
         self.last_decode = None
         text = "".join(parts)
-        for end in request.stop if request.grammar else ():
-            if end and text.endswith(end):
-                text = text[: len(text) - len(end)]
-                break
+        if request.grammar:
+            text = cut_stop(text, request.stop)
         return text, len(parts), finish
 
     def opening_tokens(self, text: str) -> tuple[frozenset[int], frozenset[int]]:

@@ -13,9 +13,16 @@ Usage (runs the 1.5B planner: use the shared lock)::
     flock /tmp/llama.lock nice -n 10 python benchmarks/bench_pa_proxy.py --limit 40 --auto-examples
     python benchmarks/bench_pa_proxy.py --model smollm2-135m --limit 2 --output /tmp/pa.json
     python benchmarks/bench_pa_proxy.py --only-failed benchmarks/results/pa_proxy_full.json --output /tmp/pa.json
+    flock /tmp/llama.lock python benchmarks/bench_pa_proxy.py --cases benchmarks/data/pa_multistep/cases.jsonl
 
 ``--only-failed RESULTS`` plans only the cases that failed in an earlier results file (a quick look at whether a
 change turns them into right plans; the full run says whether it broke others).
+
+``--cases FILE`` plans the cases of a JSONL file of :class:`tinyagent.evals.EvalCase` records written over the same
+registry (e.g. ``benchmarks/data/pa_multistep/cases.jsonl``, a hand-made development set of multi-step requests)
+instead of the converted test split; ``--limit N`` then takes the first N. Its results go to
+``results/<the file's folder name>.json`` (``..._autoex.json``) unless ``--output`` says otherwise, so the test
+split's results are not overwritten.
 
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
@@ -46,7 +53,8 @@ from typing import Any
 
 from tinyagent import AgentSettings
 from tinyagent.apps import build_agent, load_model_spec, load_tools
-from tinyagent.evals import EvalCase, load_pa_registry, pa_proxy_cases, plan_pa_proxy, summarize
+from tinyagent.errors import ConfigurationError
+from tinyagent.evals import EvalCase, load_evalset, load_pa_registry, pa_proxy_cases, plan_pa_proxy, summarize
 
 TOOLS = Path(__file__).parent / "data" / "pa_proxy" / "tools.json"
 RESULTS = Path(__file__).parent / "results" / "pa_proxy.json"
@@ -121,8 +129,20 @@ def plan_cases(cases: Sequence[EvalCase], model_spec: str | Any, *, threads: int
     return asyncio.run(go()), info
 
 
+def file_cases(path: Path, limit: int | None = None) -> list[EvalCase]:
+    """The first ``limit`` cases of a JSONL file of eval-case records over the disguised registry (``--cases``).
+
+    Raises:
+        ConfigurationError: a negative limit, or the file is missing or not eval-case JSONL.
+    """
+    if limit is not None and limit < 0:
+        raise ConfigurationError(f"limit must be a positive number of cases, got {limit}")
+    cases = load_evalset(path=path)
+    return cases if limit is None else cases[:limit]
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    cases = pa_proxy_cases(args.limit)
+    cases = file_cases(args.cases, args.limit) if args.cases is not None else pa_proxy_cases(args.limit)
     if args.only_failed is not None:
         cases = [c for c in cases if c.id in failed_ids(args.only_failed)]
     info: dict[str, Any] = {}
@@ -144,7 +164,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "runs": {name: summarize_rows(rows) for name, rows in runs.items()},
         "auto_examples": builds or None,
         "machine": info,
-        "settings": {"model": args.model, "limit": args.limit, "threads": args.threads, "split": "test",
+        "settings": {"model": args.model, "limit": args.limit, "threads": args.threads,
+                     "split": "test" if args.cases is None else sorted({c.split for c in cases}),
+                     "cases_file": None if args.cases is None else str(args.cases),
                      "tools": str(args.tools), "n_tools": len(load_pa_registry(args.tools)),
                      "agent": "tinyagent.apps build_agent over load_tools(tools.json), no example cache",
                      "overrides": args.set,
@@ -174,21 +196,26 @@ def _setting(text: str) -> tuple[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=DEFAULT_MODEL, help="planner (catalog name or .gguf)")
-    parser.add_argument("--limit", type=int, default=None, help="cases, round-robin over the categories (default all)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="cases, round-robin over the categories (default all; with --cases the first N)")
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     parser.add_argument("--tools", type=Path, default=TOOLS, help="the disguised registry (OpenAI JSON)")
+    parser.add_argument("--cases", type=Path, default=None, metavar="FILE",
+                        help="plan these EvalCase JSONL records (same registry) instead of the converted test split")
     parser.add_argument("--only-failed", type=Path, default=None, metavar="RESULTS",
                         help="plan only the cases that failed in an earlier results file (a quick A/B on them)")
     parser.add_argument("--auto-examples", action="store_true", help="also plan with automatic examples")
     parser.add_argument("--skip-without", action="store_true", help="with --auto-examples: only the 'with' run")
     parser.add_argument("--output", type=Path, default=None,
-                        help="result file (default results/pa_proxy.json, or pa_proxy_autoex.json)")
+                        help="result file (default results/pa_proxy.json, or pa_proxy_autoex.json; with --cases "
+                             "results/<its folder>.json)")
     parser.add_argument("--set", type=_setting, action="append", default=[], metavar="FIELD=VALUE",
                         help="an AgentSettings field for this run (JSON value), e.g. format_examples=false")
     args = parser.parse_args(argv)
     args.set = dict(args.set)
     logging.basicConfig(level=logging.WARNING)
-    output = args.output or (RESULTS.with_name("pa_proxy_autoex.json") if args.auto_examples else RESULTS)
+    default = RESULTS if args.cases is None else RESULTS.with_name(f"{args.cases.resolve().parent.name}.json")
+    output = args.output or (default.with_name(f"{default.stem}_autoex.json") if args.auto_examples else default)
     result = run(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

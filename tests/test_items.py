@@ -15,7 +15,8 @@ from _helpers_models import real_model_available
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Ref
 from tinyagent.models import ScriptedModel
-from tinyagent.run._items import existing_kinds, item_problem, new_kinds, pointed_kinds, ruled_out_items
+from tinyagent.run._items import (existing_kinds, item_problem, item_users, new_kinds, pointed_kinds, ruled_out_items,
+                                  unserved_item)
 from tinyagent.run._lookups import lookup_kind, mismatched_refs, swap_lookups
 
 TODAY = dt.date(2026, 12, 1)
@@ -113,6 +114,34 @@ def test_a_forward_the_request_did_not_ask_for_is_planned_again_without_it() -> 
     assert [c.name for c in result.plan.calls] == ["find_address", "write_mail"]
     assert "acts on an existing message" in model.requests[1].messages[-1]["content"]
     assert '"pass_on("' not in (model.requests[1].grammar or "")
+
+
+def test_the_tools_that_act_on_an_item_and_a_plan_that_acts_on_none() -> None:
+    tools = _tools()
+    assert item_users("note", tools) == {"extend"}  # (jot makes a new one)
+    assert item_users("message", tools) == {"pass_on"}  # (find_address finds an e-mail *address*)
+    lookup = [Call(1, "find_address", {"who": "Alex"}), Call(2, "write_mail", {"to": [Ref(1)], "subject": "x",
+                                                                               "body": "y"})]
+    unserved = unserved_item("Send Alex the contents of my Gift ideas note by email", tools, lookup)
+    assert unserved is not None and unserved[1] == {"extend"} and "'the contents of my Gift ideas note'" in unserved[0]
+    assert unserved_item("Send Alex my Gift ideas note", tools, [*lookup, Call(3, "extend", {})]) is None
+    assert unserved_item("Text Liz: the note is on the fridge", tools, lookup) is None  # what the text says
+    assert unserved_item("Email Alex that my note is ready", tools, lookup) is None
+    assert unserved_item("What does my Gift ideas note say?", tools, lookup) is None  # a question
+    assert unserved_item("Send Alex my Gift ideas note", tools, []) is None  # no plan: the no-tool decision's
+
+
+def test_a_plan_that_skips_the_note_it_sends_is_planned_again_with_a_note_tool_required() -> None:
+    model = ScriptedModel([
+        '1. find_address(who="Alex")\n2. write_mail(to=[$1], subject="Gifts", body="ideas")\n3. join()\n<END_OF_PLAN>',
+        '1. extend(title="Gift ideas", body="x")\n2. find_address(who="Alex")\n3. write_mail(to=[$2], subject="Gifts", '
+        'body=$1)\n4. join()\n<END_OF_PLAN>',
+    ])
+    result = Agent(tools=_tools(), model=model).plan_sync("Send Alex the contents of my Gift ideas note by email",
+                                                          today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["extend", "find_address", "write_mail"]
+    assert "no step acts on it" in model.requests[1].messages[-1]["content"]
+    assert "step-1-need" in (model.requests[1].grammar or "")
 
 
 def test_lookup_kinds_come_from_descriptions_and_a_sender_is_no_lookup() -> None:

@@ -129,11 +129,12 @@ def test_invented_identifiers_are_found_and_given_ones_are_not() -> None:
 
 
 async def test_agent_plan_asks_again_when_the_plan_makes_up_an_address() -> None:
-    bad = '1. mail(recipients=["sid@example.com"], text="hi")\n2. join()\n'
-    good = '1. contact_mail(who="Sid")\n2. mail(recipients=[$1], text="hi")\n3. join()\n'
+    # (a made-up address built from a name the request writes gets its lookup written in: tests/test_producers.py)
+    bad = '1. mail(recipients=["boss@example.com"], text="hi")\n2. join()\n'
+    good = '1. contact_mail(who="my boss")\n2. mail(recipients=[$1], text="hi")\n3. join()\n'
     model = ScriptedModel([bad, good])
     agent = Agent(tools=_tools(), model=model, no_tool_check="off")
-    result = await agent.plan("Mail Sid hi", today=TODAY)
+    result = await agent.plan("Mail my boss hi", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["contact_mail", "mail"]
     assert "which the request does not give" in str(model.requests[-1].messages[-1]["content"])
     assert result.usage.output_tokens >= 2
@@ -306,7 +307,8 @@ def test_a_value_its_parameter_says_comes_from_another_tool_must_come_from_it() 
 
 
 def test_a_plan_with_a_made_up_path_is_planned_again_with_the_reason() -> None:
-    model = ScriptedModel(['1. doc_digest(path="Q4 budget.pdf")\n2. join()\n<END_OF_PLAN>',
+    # (a path made of the request's words gets its source written in instead: tests/test_producers.py)
+    model = ScriptedModel(['1. doc_digest(path="report_final.pdf")\n2. join()\n<END_OF_PLAN>',
                            '1. doc_find(terms="Q4 budget")\n2. doc_digest(path=$1)\n3. join()\n<END_OF_PLAN>'])
     agent = Agent(tools=_sourced_tools(), model=model)
     result = agent.plan_sync("Summarize the Q4 budget", today=TODAY)
@@ -363,7 +365,7 @@ def test_stray_lookups_are_left_out(query: str, calls: list[tuple[str, dict[str,
 
 
 def test_an_invalid_second_plan_keeps_the_first() -> None:
-    model = ScriptedModel(['1. doc_digest(path="Q4 budget.pdf")\n2. join()\n<END_OF_PLAN>',
+    model = ScriptedModel(['1. doc_digest(path="report_final.pdf")\n2. join()\n<END_OF_PLAN>',
                            '1. doc_find(terms="Q4 budget")\n2. doc_digest(path=$2)\n3. join()\n<END_OF_PLAN>'])
     result = Agent(tools=_sourced_tools(), model=model).plan_sync("Summarize the Q4 budget", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["doc_digest"]

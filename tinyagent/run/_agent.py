@@ -21,10 +21,11 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
-from ._items import ruled_out_items
+from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
 from ._plan import plan_once, planner_request
+from ._producers import insert_producers
 from ._repair import call_problem, known_text, repair_plan, ruled_out
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import STOP_PREF, AgentSettings
@@ -208,14 +209,20 @@ class Agent:
                                       identifiers=self.settings.given_identifiers,
                                       optionals=self.settings.ungrounded_optionals == "drop")
             state.result.notes.extend(notes)
-            earlier = {c.id: c for c in plan.calls}
             check = self.settings.given_identifiers
+            if check and self.settings.insert_producers:
+                plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
+                state.result.notes.extend(notes)
+            earlier = {c.id: c for c in plan.calls}
             invented = [bad for c in plan.calls
                         if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
             usable = state.usable_tools
             unserved = unserved_channel(state.query, usable, plan.calls) if check else None
             if unserved:
                 invented.append(unserved)
+            item = unserved_item(state.query, usable, plan.calls) if check and not unserved else None
+            if item:
+                invented.append(item[0])
             if not invented or not again:
                 break
             reason = "; ".join(invented)
@@ -227,7 +234,7 @@ class Agent:
             # What the request rules out is left out of the grammar, and a request to send that sent nothing
             # sends this time: told alone, a small planner often writes the same plan again.
             state.avoid |= {c.name for c in plan.calls if ruled_out(c, earlier, state.offer.tools, state.query)}
-            state.required = channel_senders(state.query, usable) if unserved else frozenset()
+            state.required = channel_senders(state.query, usable) if unserved else item[1] if item else frozenset()
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
             state.required = frozenset()
             try:

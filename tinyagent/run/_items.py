@@ -31,8 +31,10 @@ from functools import lru_cache
 
 from .._plan import Call
 from .._tools import Tool
+from ._channels import senders
 
-__all__ = ["existing_kinds", "item_problem", "new_kinds", "pointed_kinds", "ruled_out_items"]
+__all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
+           "unserved_item"]
 
 _KINDS: dict[str, tuple[str, ...]] = {
     "message": ("message", "messages", "email", "emails", "e-mail", "e-mails", "mail", "mails"),
@@ -48,14 +50,19 @@ _DESCRIBED = {
 }
 # A determiner or possessive, at most five plain words that are not a channel idiom or a clause break, and the
 # last noun of a kind before any of those ("my Meeting notes note" is a note).
+_NOT_THE_ITEM = (r"(?!-|\s+(?:address|addresses|account|accounts|app|client|id|path|paths|name|names|title|titles|"
+                 r"folder|folders|server|signature|thread)\b)")
 _POINTER = re.compile(
     r"\b(?:the|this|that|these|those|my|his|her|their|our|your|[\w-]+'s)\s+"
     r"(?:(?!(?:by|via|through|over|as|and|or|that|to|with|for)\b)[\w'-]+\s+){0,5}"
-    rf"({_NOUN})\b(?!-|\s+(?:address|addresses|account|accounts|app|client|id|path|paths|name|names|title|"
-    r"titles|folder|folders|server|signature|thread)\b)",
+    rf"({_NOUN})\b{_NOT_THE_ITEM}",
     re.IGNORECASE,
 )
 _NAME_WORD = re.compile(r"[a-z]{4,}")
+_SPEAKS_OF = re.compile(rf"\b({_NOUN})\b{_NOT_THE_ITEM}", re.IGNORECASE)
+_CONTENT = re.compile(r":|\b(?:that|saying)\b")  # what a message says, not what the request acts on
+_QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
+                       re.IGNORECASE)
 _GENERIC = frozenset({"send", "sends", "gets", "returns", "makes", "creates", "takes", "uses", "lists", "finds",
                       "with", "from", "user", "users"})
 
@@ -103,6 +110,37 @@ def item_problem(call: Call, tools: Mapping[str, Tool], request: str) -> str | N
         if kind in pointed and users and not re.search(r"\bnew\b", request, re.IGNORECASE):
             return (f"step {call.id}: {call.name} makes a new {kind}, but the request speaks of an existing one "
                     f"({pointed[kind]!r}); {_verb(users, 'acts', 'act')} on an existing one")
+    return None
+
+
+def item_users(kind: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools that act on an existing item of ``kind``: the first sentence of the description (what
+    the tool does) says "existing" of it, or speaks of it and the tool neither makes a new one nor sends to
+    addresses or numbers ("Fetches a note from the user's notebook"; not "Sends a short message")."""
+    sending = senders(tools.values())
+    out = set()
+    for name, tool in tools.items():
+        first = re.split(r"(?<=[.!?])\s+", (tool.description or "").strip(), maxsplit=1)[0]
+        kinds = {_KIND_OF[m.group(1).lower()] for m in _SPEAKS_OF.finditer(first)}
+        if kind in existing_kinds(tool) or (kind in kinds and kind not in new_kinds(tool) and name not in sending):
+            out.add(name)
+    return frozenset(out)
+
+
+def unserved_item(request: str, tools: Mapping[str, Tool], calls: Iterable[Call]) -> tuple[str, frozenset[str]] | None:
+    """The note for planning again, and the tools one of which the plan must call, when a plan with calls acts on
+    nothing of a kind of existing item the request points at ("Send Alex the contents of my Gift ideas note"
+    planned as a lookup and an e-mail) while offered tools act on such items; None otherwise, and for a question
+    (which may ask about the item rather than act on it)."""
+    calls = list(calls)
+    if not calls or _QUESTION.search(request) or request.rstrip().endswith("?"):
+        return None
+    called = {c.name for c in calls}
+    for kind, words in sorted(pointed_kinds(_CONTENT.split(request, maxsplit=1)[0]).items()):
+        users = item_users(kind, tools)
+        if users and not called & users:
+            return (f"the request points at an existing {kind} ({words!r}) and no step acts on it; "
+                    f"{_verb(sorted(users), 'acts', 'act')} on one"), users
     return None
 
 

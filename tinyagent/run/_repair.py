@@ -33,7 +33,7 @@ from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import channel_problem
-from ._dangling import dangling_problem
+from ._dangling import cut_plan_text, dangling_problem
 from ._items import item_problem
 from ._lookups import finds_kind, mismatched_refs, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
@@ -502,11 +502,11 @@ def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, T
 
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
                 grounding: str | None, days: Iterable[dt.date] = ()) -> Call:
-    """One call through the repairs that are on: :func:`quoted_refs` (always), :func:`invented_refs` and
-    :func:`use_given_identifiers` (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the
-    planner saw it, with its resolved dates), then :func:`date_only` (``days``: :func:`undated_days` of the
-    request)."""
-    call = quoted_refs(call, earlier, tools)
+    """One call through the repairs that are on: :func:`~._dangling.cut_plan_text` and :func:`quoted_refs`
+    (always), :func:`invented_refs` and :func:`use_given_identifiers` (``given``),
+    :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
+    then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
+    call = quoted_refs(cut_plan_text(call, earlier), earlier, tools)
     if given is not None:
         call = use_given_identifiers(invented_refs(call, earlier, tools, given.request), earlier, given, tools)
     if grounding is not None:

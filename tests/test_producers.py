@@ -1,0 +1,159 @@
+"""The missing step a made-up value needs, written into the plan (tinyagent/run/_producers.py), and values that
+hold plan text made what they meant (tinyagent/run/_dangling.py). Read from a registry's descriptions and schemas,
+never from tool names: the registry here is made up for the tests."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import pytest
+from _helpers_models import real_model_available
+
+from tinyagent import Agent, AgentSettings, ToolRegistry
+from tinyagent._plan import Call, Plan, Ref
+from tinyagent.models import ScriptedModel
+from tinyagent.run._dangling import cut_plan_text, dangling_problem
+from tinyagent.run._producers import insert_producers, name_in_request, terms_in_request
+
+TODAY = dt.date(2026, 12, 1)
+TEXT = {"type": "string"}
+ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
+INVITEES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses to invite. Optional."}
+FILES = {"type": "array", "items": {"type": "string"},
+         "description": "Paths of files to attach, as returned by find_doc. Optional."}
+
+
+def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
+    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+        "type": "object", "properties": props, "required": required}}}
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        _fn("who_is", "Finds a person's e-mail address in the address book.", {"person": TEXT}, ["person"]),
+        _fn("find_doc", "Searches the user's documents. Returns the path of the best match.", {"words": TEXT},
+            ["words"]),
+        _fn("post", "Composes a new e-mail and delivers it.",
+            {"to": ADDRESSES, "subject": TEXT, "body": TEXT, "files": FILES}, ["to", "subject", "body"]),
+        _fn("book", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT, "guests": INVITEES},
+            ["title", "start"]),
+    ])
+
+
+@pytest.mark.parametrize(("value", "request_text", "name"), [
+    ("priya@example.com", "Email Priya the notes from today's standup", "Priya"),
+    ("alexkim@example.com", "Send Alex Kim the contents of my Gift ideas note", "Alex Kim"),
+    ("alex.chen@corp.io", "Reply to Alex Chen's offsite agenda email", "Alex Chen"),
+    ("zoe@x.io", "Please mail Zoë the menu", "Zoë"),
+    ("your_email@example.com", "Email Priya the notes", None),  # no name in it
+    ("bob@x.io", "Email Bob and Bob's brother Bobby", "Bob"),
+    ("sam@x.io", "Email Sam and Sam Lee the plan", None),  # two names fit: which one is not known
+    ("email@x.io", "Email the team", None),  # the sentence's opening word is no name
+])
+def test_a_made_up_address_is_read_back_to_the_name_it_was_built_from(value: str, request_text: str,
+                                                                        name: str | None) -> None:
+    assert name_in_request(value, request_text) == name
+
+
+@pytest.mark.parametrize(("value", "request_text", "terms"), [
+    ("trip_itinerary.pdf", "Attach the trip itinerary and email it to Nina", "trip itinerary"),
+    ("/home/me/Docs/Q4_budget.xlsx", "Send the Q4 budget to Maria Garcia", "Q4 budget"),
+    ("report.pdf", "Send the Q4 budget to Maria", None),  # words the request does not say
+])
+def test_a_made_up_file_name_is_read_back_to_the_requests_words(value: str, request_text: str,
+                                                                 terms: str | None) -> None:
+    assert terms_in_request(value, request_text) == terms
+
+
+def test_the_lookup_and_the_source_are_written_in_before_the_call() -> None:
+    tools = _tools()
+    request = "Attach the trip itinerary and email it to Nina"
+    plan = Plan(calls=(Call(1, "post", {"to": ["nina@example.com"], "subject": "Trip", "body": "Here it is.",
+                                        "files": ["trip_itinerary.pdf"]}),))
+    fixed, notes = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["who_is", "find_doc", "post"]
+    assert fixed.calls[0].args == {"person": "Nina"} and fixed.calls[1].args == {"words": "trip itinerary"}
+    assert fixed.calls[2].args["to"] == [Ref(1)] and fixed.calls[2].args["files"] == [Ref(2)]
+    assert len(notes) == 2 and "nina@example.com" in notes[0]
+
+
+def test_later_references_follow_the_new_numbers_and_a_made_up_optional_goes() -> None:
+    tools = _tools()
+    request = "Email Priya the plan and book a sync tomorrow at 10"
+    plan = Plan(calls=(
+        Call(1, "post", {"to": ["priya@example.com"], "subject": "Plan", "body": "The plan."}),
+        Call(2, "book", {"title": "Sync", "start": "2026-12-02 10:00", "guests": ["me@example.com"]}),
+        Call(3, "post", {"to": [Ref(1)], "subject": "x", "body": "y"}),
+    ))
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["who_is", "post", "book", "post"]
+    assert "guests" not in fixed.calls[2].args  # made up, no name in it, optional: the tool's default
+    assert fixed.calls[3].args["to"] == [Ref(2)]
+
+
+def test_what_the_request_gives_or_cannot_explain_stays() -> None:
+    tools = _tools()
+    request = "Email nina@corp.io and the team the plan"
+    plan = Plan(calls=(Call(1, "post", {"to": ["nina@corp.io", "team@corp.io"], "subject": "s", "body": "b"}),))
+    fixed, notes = insert_producers(plan, tools, request, request)
+    assert fixed == plan and not notes  # required and no name: left for the planner to be told
+
+
+def test_the_same_lookup_is_written_once() -> None:
+    tools = _tools()
+    request = "Email Omar the notes and invite Omar to the review on Friday at 3pm"
+    plan = Plan(calls=(Call(1, "post", {"to": ["omar@x.com"], "subject": "s", "body": "b"}),
+                       Call(2, "book", {"title": "Review", "start": "2026-12-04 15:00", "guests": ["omar@x.com"]})))
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["who_is", "post", "book"]
+    assert fixed.calls[2].args["guests"] == [Ref(1)]
+
+
+@pytest.mark.parametrize(("value", "meant"), [
+    (">$1. join() <END_OF_PLAN>**Note:** The note was sent.", Ref(1)),
+    (">$1", Ref(1)),
+    ("Here are the notes. join() <END_OF_PLAN>", "Here are the notes."),
+    ("lunch is $25", "lunch is $25"),
+])
+def test_a_value_with_plan_text_is_what_it_opens_with(value: str, meant: object) -> None:
+    earlier = {1: Call(1, "who_is", {"person": "Kenji"})}
+    fixed = cut_plan_text(Call(2, "post", {"to": [Ref(1)], "subject": "s", "body": value}), earlier)
+    assert fixed.args["body"] == meant
+    assert dangling_problem(fixed, earlier) is None
+
+
+def test_plan_text_with_no_sense_to_keep_is_still_refused() -> None:
+    earlier = {1: Call(1, "who_is", {"person": "Kenji"})}
+    call = cut_plan_text(Call(2, "post", {"to": [Ref(1)], "subject": "s", "body": ">$7 join()"}), earlier)
+    assert dangling_problem(call, earlier) is not None
+
+
+def test_the_agent_plans_with_the_lookup_written_in_and_no_second_plan() -> None:
+    plan = ('1. post(to=["priya@example.com"], subject="Notes", body="The notes.")\n2. join()\n<END_OF_PLAN>')
+    model = ScriptedModel([plan])
+    agent = Agent(_tools(), model)
+    result = agent.plan_sync("Email Priya the notes", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["who_is", "post"]
+    assert result.plan.calls[1].args["to"] == [Ref(1)]
+    assert len(model.requests) == 1  # written in: not planned again
+
+    off = Agent(_tools(), ScriptedModel([plan, plan]), settings=AgentSettings(insert_producers=False))
+    assert [c.name for c in off.plan_sync("Email Priya the notes", today=TODAY).plan.calls] == ["post"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"), reason="needs the 1.5B GGUF")
+def test_real_planner_gets_the_lookup_for_a_name() -> None:
+    from tinyagent.apps import load_model_spec
+
+    model = load_model_spec("qwen2.5-coder-1.5b", threads=2)
+    try:
+        agent = Agent(_tools(), model)
+        result = asyncio.run(agent.plan("Email Priya that the build is green again", today=TODAY))
+        names = [c.name for c in result.plan.calls]
+        assert names[-1] == "post" and "who_is" in names
+        post = result.plan.calls[-1]
+        assert post.args["to"] == [Ref(names.index("who_is") + 1)]
+    finally:
+        asyncio.run(model.aclose())

@@ -1,0 +1,219 @@
+"""The missing step a value needs, written into the plan: no model call.
+
+A small planner often skips the step that gives a value and makes the value up instead:
+``send(to=["priya@example.com"], ...)`` for "Email Priya ...", ``attachment_paths=["trip_itinerary.pdf"]`` for
+"attach the trip itinerary". Planning again with the reason helps less often than it should (the 1.5B writes the
+same plan again, or a new mistake), and costs a whole plan's time. Where the plan itself says what the missing
+step must be, it is written in:
+
+* **an identifier the request does not give** (an e-mail address or a phone number, by the parameter's schema and
+  description: :func:`tinyagent._formats.identifier_kind`): the one offered tool that finds that kind and takes
+  none (:func:`~._lookups.lookup_kind`), with one required text parameter, is called with the name the made-up
+  value was built from, when the request writes it as a name ("Priya" for ``priya@example.com``, "Alex Kim" for
+  ``alexkim@...``);
+* **a value whose parameter names its source** ("Local paths of files to attach, as returned by files_locate":
+  :func:`~._repair.documented_source`): the source tool, with one required text parameter, is called with the words
+  of the made-up value that the request says, as the request says them ("trip itinerary" for
+  ``trip_itinerary.pdf``).
+
+The value becomes a reference to the new step, placed just before the call. A made-up identifier in an *optional*
+parameter that no request word explains (``attendee_emails=["your_email@example.com"]``) is left out: the tool's
+default is the better value. Anything else stays, for the planner to be told and plan again.
+
+Nothing here is keyed to a tool's name: the producer is found by what tools' descriptions and schemas say.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from .._formats import identifier_kind
+from .._plan import Call, Plan, Ref, map_refs
+from .._tools import Tool
+from ._lookups import lookup_kind
+from ._repair import documented_source, invented_identifiers
+
+__all__ = ["insert_producers", "name_in_request", "terms_in_request"]
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_SPLIT = re.compile(r"[^a-z]+")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+
+
+def _fold(text: str) -> str:
+    """Lower case without accents ("Zoë" → "zoe")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+
+
+def _name_runs(request: str) -> list[list[str]]:
+    """The runs of capitalised words in ``request`` (possessives cut), each with its sentence's opening word left
+    out ("Email Priya ..." gives ``["Priya"]``)."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    last_end = 0
+    for match in _WORD.finditer(request):
+        word = _POSSESSIVE.sub("", match.group())
+        opening = not request[:match.start()].strip() or bool(_SENTENCE_END.search(request[:match.start()]))
+        gap = request[last_end:match.start()]
+        last_end = match.end()
+        if not word[:1].isupper() or opening or (run and gap.strip() not in ("", "-")):
+            if run:
+                runs.append(run)
+            run = [] if opening or not word[:1].isupper() else [word]
+            continue
+        run.append(word)
+        if word != match.group():  # "Alex Chen's offsite": the possessive ends the name
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return runs
+
+
+def name_in_request(value: str, request: str) -> str | None:
+    """The name in ``request`` that a made-up identifier was built from, as the request writes it: a run of
+    capitalised words one of which is a part of the value's local part (``priya.s@...`` and "Priya Sharma"), or
+    whose words joined are the local part (``alexkim@...`` and "Alex Kim"). None when no run, or more than one,
+    fits."""
+    local = _fold(value.split("@")[0])
+    parts = {p for p in _SPLIT.split(local) if len(p) >= 2}
+    joined = _SPLIT.sub("", local)
+    fits = []
+    for run in _name_runs(request):
+        words = [_fold(w) for w in run]
+        if parts & set(words) or (joined and joined == "".join(words)):
+            fits.append(" ".join(run))
+    fits = list(dict.fromkeys(fits))
+    return fits[0] if len(fits) == 1 else None
+
+
+def terms_in_request(value: str, request: str) -> str | None:
+    """The request's own words for a made-up path or name (``/docs/trip_itinerary.pdf`` → "trip itinerary"): the
+    shortest span of the request that holds every word of the value's file name (its folder and extension left
+    out); None when one of them is not in the request."""
+    stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", value.replace("\\", "/").rsplit("/", 1)[-1])
+    wanted = [w for w in re.split(r"[\W_]+", _fold(stem)) if w]
+    words = list(_WORD.finditer(request))
+    folded = [_fold(_POSSESSIVE.sub("", m.group())) for m in words]
+    if not wanted or not set(wanted) <= set(folded):
+        return None
+    best: tuple[int, int] | None = None
+    for i, word in enumerate(folded):
+        if word not in wanted:
+            continue
+        seen: set[str] = set()
+        for j in range(i, len(folded)):
+            if folded[j] in wanted:
+                seen.add(folded[j])
+            if seen == set(wanted):
+                if best is None or j - i < best[1] - best[0]:
+                    best = (i, j)
+                break
+    if best is None or best[1] - best[0] > 2 * len(wanted) + 2:
+        return None
+    return request[words[best[0]].start():words[best[1]].end()]
+
+
+def _one_text_param(tool: Tool) -> str | None:
+    """The tool's only required parameter, when it takes text."""
+    required = list(tool.required)
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    if len(required) != 1 or (props.get(required[0]) or {}).get("type", "string") != "string":
+        return None
+    return required[0]
+
+
+def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], request: str) -> Call | None:
+    """The call that gives ``value`` for ``tool``'s parameter ``name`` (step number 0, set by the caller), or
+    None."""
+    schema: Mapping[str, Any] = (tool.parameters.get("properties") or {}).get(name) or {}
+    kind = identifier_kind(schema)
+    if kind is not None:
+        finders = [t for t in tools.values() if lookup_kind(t) == kind and _one_text_param(t)]
+        person = name_in_request(value, request) if len(finders) == 1 else None
+        if person is None:
+            return None
+        return Call(0, finders[0].name, {str(_one_text_param(finders[0])): person})
+    source = documented_source(schema, tools)
+    if source is None or source == tool.name or (param := _one_text_param(tools[source])) is None:
+        return None
+    terms = terms_in_request(value, request)
+    return None if terms is None else Call(0, source, {param: terms})
+
+
+def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known: str) -> tuple[Plan, list[str]]:
+    """``plan`` with the step each made-up value needs written in before the call that passes it, and with
+    made-up identifiers no request word explains left out of optional parameters; with notes of what changed.
+
+    Args:
+        plan: a whole plan (steps numbered from 1).
+        tools: the tools the planner may call (a producer is one of them).
+        request: the user's request (where names and terms are read).
+        known: what a literal may come from (the request, the conversation).
+    """
+    out: list[Call] = []
+    numbers: dict[int, int] = {}
+    notes: list[str] = []
+    made: dict[tuple[str, str], int] = {}  # (tool, argument) -> the new step that gives it
+
+    def renumber(ref: Ref) -> Ref:
+        return Ref(numbers.get(ref.step, ref.step))
+
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        bad = _made_up(call, tools, known)
+        args = dict(map_refs(call.args, renumber))
+        if tool is not None and bad:
+            for name, value in bad:
+                producer = _producer(name, value, tool, tools, request)
+                if producer is not None:
+                    key = (producer.name, repr(sorted(producer.args.items())))
+                    if key not in made:
+                        made[key] = len(out) + 1
+                        out.append(Call(len(out) + 1, producer.name, producer.args))
+                        notes.append(f"plan: step {call.id} passed {name}={value!r}, which nothing gives; added "
+                                     f"{_call_text(producer)} for it")
+                    args[name] = _swap(args[name], value, Ref(made[key]))
+                elif name not in tool.required:
+                    args[name] = _swap(args[name], value, None)
+                    notes.append(f"plan: step {call.id} left out {name}={value!r} (made up, and optional)")
+            args = {k: v for k, v in args.items() if not (k not in tool.required and v in ([], None))}
+        numbers[call.id] = len(out) + 1
+        out.append(Call(len(out) + 1, call.name, args))
+    if not notes:
+        return plan, []
+    return Plan(calls=tuple(out), answer=plan.answer), notes
+
+
+def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
+    """The ``(parameter, value)`` literals of ``call`` that nothing gives: identifiers not in ``known``, and values
+    of parameters that name their source tool, not in ``known``."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return []
+    out = list(invented_identifiers(call, tools, known))
+    text = known.lower()
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    for name, value in call.args.items():
+        source = documented_source(props.get(name) or {}, tools)
+        if source is None or source == call.name or identifier_kind(props.get(name) or {}) is not None:
+            continue
+        leaves = value if isinstance(value, list) else [value]
+        out += [(name, v) for v in leaves if isinstance(v, str) and v.strip() and v.lower() not in text]
+    return out
+
+
+def _swap(value: Any, old: str, new: Ref | None) -> Any:
+    """``value`` with the literal ``old`` replaced by ``new`` (None: removed from a list, or the value gone)."""
+    if isinstance(value, list):
+        return [new if v == old else v for v in value if not (v == old and new is None)]
+    return (None if new is None else new) if value == old else value
+
+
+def _call_text(call: Call) -> str:
+    """``name(args)`` of a call, without its step number."""
+    return call.to_text().split(". ", 1)[-1]

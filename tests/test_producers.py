@@ -20,6 +20,7 @@ TODAY = dt.date(2026, 12, 1)
 TEXT = {"type": "string"}
 ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
 INVITEES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses to invite. Optional."}
+CC = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses for the Cc: field. Optional."}
 FILES = {"type": "array", "items": {"type": "string"},
          "description": "Paths of files to attach, as returned by find_doc. Optional."}
 
@@ -35,7 +36,7 @@ def _tools() -> ToolRegistry:
         _fn("find_doc", "Searches the user's documents. Returns the path of the best match.", {"words": TEXT},
             ["words"]),
         _fn("post", "Composes a new e-mail and delivers it.",
-            {"to": ADDRESSES, "subject": TEXT, "body": TEXT, "files": FILES}, ["to", "subject", "body"]),
+            {"to": ADDRESSES, "subject": TEXT, "body": TEXT, "cc": CC, "files": FILES}, ["to", "subject", "body"]),
         _fn("book", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT, "guests": INVITEES},
             ["title", "start"]),
     ])
@@ -100,6 +101,17 @@ def test_what_the_request_gives_or_cannot_explain_stays() -> None:
     assert fixed == plan and not notes  # required and no name: left for the planner to be told
 
 
+def test_a_lookup_the_plan_already_has_is_passed_again() -> None:
+    tools = _tools()
+    request = "Email Kenji that the call moved, and cc Nina"
+    plan = Plan(calls=(Call(1, "who_is", {"person": "Kenji"}), Call(2, "who_is", {"person": "Nina"}),
+                       Call(3, "post", {"to": [Ref(1), Ref(2)], "subject": "s", "body": "b",
+                                        "cc": ["nina@example.com"]})))
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["who_is", "who_is", "post"]
+    assert fixed.calls[2].args["cc"] == [Ref(2)]
+
+
 def test_the_same_lookup_is_written_once() -> None:
     tools = _tools()
     request = "Email Omar the notes and invite Omar to the review on Friday at 3pm"
@@ -129,14 +141,14 @@ def test_plan_text_with_no_sense_to_keep_is_still_refused() -> None:
     assert dangling_problem(call, earlier) is not None
 
 
-def test_the_agent_plans_with_the_lookup_written_in_and_no_second_plan() -> None:
+def test_the_agent_writes_the_lookup_in_when_planning_again_made_the_address_up_again() -> None:
     plan = ('1. post(to=["priya@example.com"], subject="Notes", body="The notes.")\n2. join()\n<END_OF_PLAN>')
-    model = ScriptedModel([plan])
+    model = ScriptedModel([plan, plan])
     agent = Agent(_tools(), model)
     result = agent.plan_sync("Email Priya the notes", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["who_is", "post"]
     assert result.plan.calls[1].args["to"] == [Ref(1)]
-    assert len(model.requests) == 1  # written in: not planned again
+    assert len(model.requests) == 2  # told why first
 
     off = Agent(_tools(), ScriptedModel([plan, plan]), settings=AgentSettings(insert_producers=False))
     assert [c.name for c in off.plan_sync("Email Priya the notes", today=TODAY).plan.calls] == ["post"]

@@ -21,11 +21,12 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
+from ._clauses import unserved_clause
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
 from ._plan import plan_once, planner_request
-from ._producers import insert_producers
+from ._producers import dropped_actions, insert_producers, merge_lookups
 from ._repair import call_problem, known_text, repair_plan, ruled_out
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import STOP_PREF, AgentSettings
@@ -204,25 +205,27 @@ class Agent:
         """The plan with the identifiers the request gives used as written; planned once more, told why, when a
         call passes one the request does not give (the second plan is kept either way)."""
         known = known_text(state.query, state.history)
+        first: Plan | None = None
         for again in (True, False):
             plan, notes = repair_plan(plan, request, state.query, state.today, state.offer.tools,
                                       identifiers=self.settings.given_identifiers,
                                       optionals=self.settings.ungrounded_optionals == "drop")
             state.result.notes.extend(notes)
             check = self.settings.given_identifiers
-            if check and self.settings.insert_producers:
-                plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
-                state.result.notes.extend(notes)
+            if first is not None and self.settings.insert_producers:
+                plan = self._not_worse(state, first, plan, known)
             earlier = {c.id: c for c in plan.calls}
             invented = [bad for c in plan.calls
                         if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
             usable = state.usable_tools
             unserved = unserved_channel(state.query, usable, plan.calls) if check else None
+            required = channel_senders(state.query, usable) if unserved else frozenset()
             if unserved:
                 invented.append(unserved)
-            item = unserved_item(state.query, usable, plan.calls) if check and not unserved else None
-            if item:
-                invented.append(item[0])
+            elif check and (missing := unserved_item(state.query, usable, plan.calls)
+                            or unserved_clause(state.query, usable, plan.calls)):
+                invented.append(missing[0])
+                required = missing[1]
             if not invented or not again:
                 break
             reason = "; ".join(invented)
@@ -234,7 +237,8 @@ class Agent:
             # What the request rules out is left out of the grammar, and a request to send that sent nothing
             # sends this time: told alone, a small planner often writes the same plan again.
             state.avoid |= {c.name for c in plan.calls if ruled_out(c, earlier, state.offer.tools, state.query)}
-            state.required = channel_senders(state.query, usable) if unserved else item[1] if item else frozenset()
+            state.required = required
+            first = plan
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
             state.required = frozenset()
             try:
@@ -243,7 +247,24 @@ class Agent:
                 state.result.notes.append(f"plan: the second plan was invalid ({exc}); kept the first")
                 break
             request = again_request
+        if self.settings.given_identifiers and self.settings.insert_producers:
+            # (after planning again: told why, the planner often fixes more than the made-up value)
+            plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
+            state.result.notes.extend(notes)
         return model, completion, plan, request
+
+    @staticmethod
+    def _not_worse(state: RunState, first: Plan, second: Plan, known: str) -> Plan:
+        """The second plan, unless it dropped an action of the first (planning again answered only the reason):
+        then the first, with the identifiers it made up taken from the second plan's new lookups where they
+        match."""
+        dropped = dropped_actions(first, second, state.offer.tools, frozenset(state.avoid))
+        if not dropped:
+            return second
+        merged = merge_lookups(first, second, state.offer.tools, known)
+        state.result.notes.append(f"plan: the second plan dropped {', '.join(dropped)}; kept the first"
+                                  + (" with the second's lookups" if merged else ""))
+        return merged or first
 
     async def warm(self) -> int:
         """Evaluate the planner prompt's static start (rules, and the tools where every request gets the same ones)

@@ -21,7 +21,7 @@ __all__ = ["cut_plan_text", "dangling_problem"]
 
 _STEP_TEXT = re.compile(r"[^\w$]*\$(\d+)[^\w]*")  # the whole value: "$2", ">$2" (not "lunch is $25")
 _PLAN_TEXT = re.compile(rf"{re.escape(END_OF_PLAN)}|\bjoin\(\)|(?:^|\n)\s*\d+\.\s+\w+\(")
-_QUOTED_STEP = re.compile(r"\s*>?\s*\$(\d+)\b")  # ">$1", "$1" opening a value
+_QUOTED_STEP = re.compile(r"\s*[>\[]?\s*\$(\d+)\b")  # ">$1", "[$1]", "$1" opening a value
 _ENDS_SENTENCE = re.compile(r"[.!?)]\s*$")
 
 

@@ -68,6 +68,9 @@ make run execute perform do process handle check api tool function func info dat
 """.split())  # noqa: SIM905
 
 
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
 def _words(text: str) -> list[str]:
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
     return [w for w in re.findall(r"[a-z0-9]+", spaced.lower().replace("_", " ")) if w not in _STOP]
@@ -87,7 +90,10 @@ def _grounded(value: Any, request: str, request_stems: set[str]) -> bool:
         number = float(value)
         text = str(int(number)) if number.is_integer() else str(number)
         return text in request
-    words = [_stem(w) for w in _words(str(value))]
+    text = str(value)
+    if _EMAIL.fullmatch(text.strip()):  # an address made of a name the request says ("aisha@example.com"): the
+        text = text.split("@")[0]  # domain is the address's form, the name what it was built from
+    words = [_stem(w) for w in _words(text)]
     if not words:
         return True  # punctuation only: nothing invented
     return _appears(str(value), request) or sum(w in request_stems for w in words) >= len(words) / 2

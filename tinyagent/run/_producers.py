@@ -2,9 +2,9 @@
 
 A small planner often skips the step that gives a value and makes the value up instead:
 ``send(to=["priya@example.com"], ...)`` for "Email Priya ...", ``attachment_paths=["trip_itinerary.pdf"]`` for
-"attach the trip itinerary". Planning again with the reason helps less often than it should (the 1.5B writes the
-same plan again, or a new mistake), and costs a whole plan's time. Where the plan itself says what the missing
-step must be, it is written in:
+"attach the trip itinerary". Planning again with the reason comes first (told why, the planner often fixes more
+than the value: a stray step beside it), but the 1.5B often writes the same value again. Where the last plan still
+passes one, and the plan itself says what the missing step must be, that step is written in:
 
 * **an identifier the request does not give** (an e-mail address or a phone number, by the parameter's schema and
   description: :func:`tinyagent._formats.identifier_kind`): the one offered tool that finds that kind and takes
@@ -36,7 +36,7 @@ from .._tools import Tool
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["insert_producers", "name_in_request", "terms_in_request"]
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -158,7 +158,7 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
     out: list[Call] = []
     numbers: dict[int, int] = {}
     notes: list[str] = []
-    made: dict[tuple[str, str], int] = {}  # (tool, argument) -> the new step that gives it
+    made: dict[tuple[str, str], int] = {}  # (tool, arguments) -> the step that gives it (the plan's own first)
 
     def renumber(ref: Ref) -> Ref:
         return Ref(numbers.get(ref.step, ref.step))
@@ -177,6 +177,9 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
                         out.append(Call(len(out) + 1, producer.name, producer.args))
                         notes.append(f"plan: step {call.id} passed {name}={value!r}, which nothing gives; added "
                                      f"{_call_text(producer)} for it")
+                    else:
+                        notes.append(f"plan: step {call.id} passed {name}={value!r}; passed step {made[key]}'s "
+                                     "result instead")
                     args[name] = _swap(args[name], value, Ref(made[key]))
                 elif name not in tool.required:
                     args[name] = _swap(args[name], value, None)
@@ -184,6 +187,7 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
             args = {k: v for k, v in args.items() if not (k not in tool.required and v in ([], None))}
         numbers[call.id] = len(out) + 1
         out.append(Call(len(out) + 1, call.name, args))
+        made.setdefault((call.name, repr(sorted(args.items()))), len(out))
     if not notes:
         return plan, []
     return Plan(calls=tuple(out), answer=plan.answer), notes
@@ -217,3 +221,54 @@ def _swap(value: Any, old: str, new: Ref | None) -> Any:
 def _call_text(call: Call) -> str:
     """``name(args)`` of a call, without its step number."""
     return call.to_text().split(". ", 1)[-1]
+
+
+def dropped_actions(first: Plan, second: Plan, tools: Mapping[str, Tool], ruled_out: frozenset[str]) -> list[str]:
+    """The tools ``first`` calls that ``second`` (planned again, told why) no longer does, other than lookups and
+    the tools the request rules out: planning again answered only the reason ("first call a tool that finds
+    it") and lost the rest of the request."""
+    kept = {c.name for c in second.calls}
+    return sorted({c.name for c in first.calls if c.name not in kept and c.name not in ruled_out
+                   and lookup_kind(tools.get(c.name)) is None})
+
+
+def merge_lookups(first: Plan, second: Plan, tools: Mapping[str, Tool], known: str) -> Plan | None:
+    """``first`` with the identifiers it made up taken from the lookups ``second`` added, matched in order by
+    kind (the made-up numbers of "text the link to Leo and Sofia", and the second plan's lookups of Leo and
+    Sofia); None unless each kind has as many new lookups as made-up values."""
+    def key(call: Call) -> tuple[str, str]:
+        return call.name, repr(sorted(call.args.items()))
+
+    have = {key(c) for c in first.calls}
+    new = [c for c in second.calls if lookup_kind(tools.get(c.name)) and key(c) not in have]
+    values: dict[str, list[str]] = {}
+    for call in first.calls:
+        props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+        for name, value in invented_identifiers(call, tools, known):
+            kind = identifier_kind(props.get(name) or {})
+            if kind is not None and value not in values.setdefault(kind, []):
+                values[kind].append(value)
+    lookups: list[Call] = []
+    refs: dict[str, Ref] = {}
+    for kind, made_up in values.items():
+        finds = [c for c in new if lookup_kind(tools.get(c.name)) == kind]
+        if len(finds) != len(made_up):
+            return None
+        for value, found in zip(made_up, finds, strict=True):
+            lookups.append(Call(len(lookups) + 1, found.name, dict(found.args)))
+            refs[value] = Ref(len(lookups))
+    if not lookups:
+        return None
+    shift = len(lookups)
+
+    def renumber(ref: Ref) -> Ref:
+        return Ref(ref.step + shift)
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return refs.get(value, value) if isinstance(value, str) else value
+
+    calls = [Call(c.id + shift, c.name, {k: swap(v) for k, v in map_refs(c.args, renumber).items()})
+             for c in first.calls]
+    return Plan(calls=(*lookups, *calls), answer=first.answer)

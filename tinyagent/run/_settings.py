@@ -93,11 +93,11 @@ class AgentSettings:
             schema and description) take only the identifiers the request or the conversation writes, as written,
             or a ``$k`` reference; a tool that needs one the planner has neither of is not offered at that step,
             so the lookup comes first (:func:`tinyagent._grammar.plan_grammar`). False: any value of the shape.
-        insert_producers: where a whole plan passes a made-up value that one offered tool would give (an e-mail
-            address built from a name the request writes, for the tool that finds addresses; a file name whose
-            parameter says it comes from another tool, for that tool with the request's words), write that call
-            in before it and pass its result; leave a made-up identifier out of an optional parameter
-            (``tinyagent.run._producers``). False: the plan is planned again with the reason instead.
+        insert_producers: where the last plan of ``Agent.plan`` (after planning again with the reason) still
+            passes a made-up value that one offered tool would give (an e-mail address built from a name the
+            request writes, for the tool that finds addresses; a file name whose parameter says it comes from
+            another tool, for that tool with the request's words), write that call in before it and pass its
+            result; leave a made-up identifier out of an optional parameter (``tinyagent.run._producers``).
         ruled_out_tools: leave out of the plan grammar the tools the request rules out by what it says, read from
             the tools' descriptions: one that acts on an existing message or note where the request points at none
             but a tool makes a new one, one that makes a new one where the request points at an existing one

@@ -1,0 +1,74 @@
+"""A clause whose verb names a tool the plan never calls (tinyagent/run/_clauses.py): read from the tools' names'
+words, on a made-up registry."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tinyagent import Agent, ToolRegistry
+from tinyagent._plan import Call, Ref
+from tinyagent.models import ScriptedModel
+from tinyagent.run._clauses import clause_verbs, unserved_clause, verb_tools
+
+TODAY = dt.date(2026, 12, 1)
+TEXT = {"type": "string"}
+NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+
+
+def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
+    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
+        "type": "object", "properties": props, "required": required}}}
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        _fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        _fn("sms", "Sends an SMS to phone numbers.", {"to": NUMBERS, "body": TEXT}, ["to", "body"]),
+        _fn("reminderAdd", "Adds a to-do item.", {"title": TEXT, "due": TEXT}, ["title"]),
+        _fn("doc_summarize", "Summarizes a document.", {"path": TEXT}, ["path"]),
+        _fn("calendar_add", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT}, ["title", "start"]),
+    ])
+
+
+@pytest.mark.parametrize(("request_text", "verbs"), [
+    ("Text Alex that I'm outside and remind me to pay the bill", ["text", "remind"]),
+    ("Summarize the report, email it to Dana, and then remind me on Monday", ["summarize", "email", "remind"]),
+    ("What's on today? Also remind me at 6", ["what", "remind"]),
+])
+def test_the_verbs_that_open_clauses(request_text: str, verbs: list[str]) -> None:
+    assert clause_verbs(request_text) == verbs
+
+
+def test_a_verb_names_the_tools_whose_names_say_it_and_a_generic_one_names_none() -> None:
+    tools = _tools()
+    assert verb_tools("remind", tools) == {"reminderAdd"}  # (camel case split)
+    assert verb_tools("summarise", tools) == {"doc_summarize"}  # the first five letters
+    assert verb_tools("add", tools) == frozenset()  # names many things
+    assert verb_tools("text", tools) == frozenset()  # a channel: tinyagent.run._channels
+
+
+def test_a_clause_no_step_serves() -> None:
+    tools = _tools()
+    texted = [Call(1, "phonebook", {"who": "Alex"}), Call(2, "sms", {"to": [Ref(1)], "body": "outside"})]
+    request = "Text Alex that I'm outside and remind me to pay the bill next week"
+    unserved = unserved_clause(request, tools, texted)
+    assert unserved is not None and unserved[1] == {"reminderAdd"} and "remind" in unserved[0]
+    assert unserved_clause(request, tools, [*texted, Call(3, "reminderAdd", {"title": "pay"})]) is None
+    assert unserved_clause(request, tools, []) is None  # no plan: the no-tool decision's
+    assert unserved_clause("Text Alex that the reminder app is down", tools, texted) is None
+
+
+def test_the_plan_that_put_the_reminder_into_the_text_is_planned_again_with_a_reminder_required() -> None:
+    model = ScriptedModel([
+        '1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside and remind me to pay the bill")\n3. join()\n'
+        '<END_OF_PLAN>',
+        '1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside")\n3. reminderAdd(title="Pay the bill")\n'
+        '4. join()\n<END_OF_PLAN>',
+    ])
+    result = Agent(tools=_tools(), model=model).plan_sync(
+        "Text Alex that I'm outside and remind me to pay the bill", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["phonebook", "sms", "reminderAdd"]
+    assert "asks to remind" in model.requests[1].messages[-1]["content"]
+    assert "step-1-need" in (model.requests[1].grammar or "")

@@ -1,0 +1,70 @@
+"""A clause of the request whose verb names a tool the plan never calls.
+
+"Text Alex Chen that I'm outside and remind me to pay the electricity bill next week" was planned as a lookup and
+one text message that says all of it: the second request went into the first one's words. Each clause of a
+request that opens with a verb ("..., and remind me to ...", "Summarize the Falcon proposal") asks for an action;
+when that verb names offered tools (a word of a tool's name: "remind" and ``reminders_add_task``, "summarize"
+and ``pdf_summarize``) and the plan calls none of them, the plan is planned again with one of them required.
+
+Verbs that name many things (add, get, send, make, read ...) name no tool here, and the channels' own verbs (text,
+email) are :mod:`tinyagent.run._channels`'s. Nothing is keyed to a tool's name: the tools come from their names'
+words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+from .._plan import Call
+from .._tools import Tool
+
+__all__ = ["clause_verbs", "unserved_clause", "verb_tools"]
+
+# A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
+_CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
+                     r"(?:(?:also|then|and|please|pls|now|can you|could you)\s+)*([a-z]+)\b", re.IGNORECASE)
+_GENERIC = frozenset(re.findall(r"[a-z]+", """
+add adds get gets set sets put make makes create creates new open read send sends take show tell let give check
+find look see do go use bring pay call buy pick keep try need want ask have has be is are was were will would
+can could should may might must shall i me my you your we our it its this that the a an to for with from in on
+at by of and or text email mail message sms write list lists search note notes file files event events task
+tasks item items user update change move remove delete start stop run return returns current date time day
+"""))
+_NAME_WORD = re.compile(r"[a-z]+")
+
+
+def clause_verbs(request: str) -> list[str]:
+    """The words that open the request's clauses, lower case ("remind" in "..., and remind me to ...")."""
+    return [m.group(1).lower() for m in _CLAUSE.finditer(request)]
+
+
+def verb_tools(verb: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools a word of whose name is ``verb`` or shares its first five letters or more with it
+    ("remind" and ``reminders_add_task``); none for a verb that names many things."""
+    if verb in _GENERIC or len(verb) < 4:
+        return frozenset()
+    out = set()
+    for name in tools:
+        words = _NAME_WORD.findall(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower())
+        if any(w == verb or len(os.path.commonprefix([w, verb])) >= 5 for w in words if w not in _GENERIC):
+            out.add(name)
+    return frozenset(out)
+
+
+def unserved_clause(request: str, tools: Mapping[str, Tool],
+                    calls: Iterable[Call]) -> tuple[str, frozenset[str]] | None:
+    """The note for planning again, and the tools one of which the plan must call, when a clause of the request
+    opens with a verb that names offered tools and a plan with calls calls none of them; None otherwise."""
+    called = {c.name for c in calls}
+    if not called:
+        return None
+    for verb in dict.fromkeys(clause_verbs(request)):
+        named = verb_tools(verb, tools)
+        if named and not called & named:
+            names = sorted(named)
+            return (f"the request asks to {verb} (a clause opens with it), and no step does; "
+                    f"{names[0] if len(names) == 1 else ', '.join(names)} {'does' if len(names) == 1 else 'do'} "
+                    "that"), named
+    return None

@@ -15,8 +15,15 @@ from _helpers_models import real_model_available
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Ref
 from tinyagent.models import ScriptedModel
-from tinyagent.run._items import (existing_kinds, item_problem, item_users, new_kinds, pointed_kinds, ruled_out_items,
-                                  unserved_item)
+from tinyagent.run._items import (
+    existing_kinds,
+    item_problem,
+    item_users,
+    new_kinds,
+    pointed_kinds,
+    ruled_out_items,
+    unserved_item,
+)
 from tinyagent.run._lookups import lookup_kind, mismatched_refs, swap_lookups
 
 TODAY = dt.date(2026, 12, 1)

@@ -14,7 +14,7 @@ from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
 from tinyagent.models import ScriptedModel
 from tinyagent.run._dangling import cut_plan_text, dangling_problem
-from tinyagent.run._producers import insert_producers, name_in_request, terms_in_request
+from tinyagent.run._producers import dropped_actions, insert_producers, merge_lookups, name_in_request, terms_in_request
 
 TODAY = dt.date(2026, 12, 1)
 TEXT = {"type": "string"}
@@ -122,9 +122,36 @@ def test_the_same_lookup_is_written_once() -> None:
     assert fixed.calls[2].args["guests"] == [Ref(1)]
 
 
+def test_a_second_plan_that_answered_only_the_reason_gives_its_lookups_to_the_first() -> None:
+    tools = _tools()
+    request = "Make a doc for the retro and email it to my cousins"
+    first = Plan(calls=(Call(1, "find_doc", {"words": "retro"}),
+                        Call(2, "post", {"to": ["a@x.io", "b@x.io"], "subject": "Retro", "body": "b",
+                                         "files": [Ref(1)]})))
+    second = Plan(calls=(Call(1, "who_is", {"person": "Leo"}), Call(2, "who_is", {"person": "Sofia"})))
+    assert dropped_actions(first, second, tools, frozenset()) == ["find_doc", "post"]
+    assert dropped_actions(first, second, tools, frozenset({"find_doc", "post"})) == []  # ruled out: meant
+    merged = merge_lookups(first, second, tools, request)
+    assert merged is not None
+    assert [c.name for c in merged.calls] == ["who_is", "who_is", "find_doc", "post"]
+    assert merged.calls[3].args["to"] == [Ref(1), Ref(2)] and merged.calls[3].args["files"] == [Ref(3)]
+    one = Plan(calls=(Call(1, "who_is", {"person": "Leo"}),))
+    assert merge_lookups(first, one, tools, request) is None  # two made up, one found: which is which?
+
+
+def test_the_agent_keeps_the_first_plan_when_the_second_lost_its_actions() -> None:
+    first = ('1. find_doc(words="retro")\n2. post(to=["a@x.io"], subject="Retro", body="b", files=[$1])\n'
+             '3. join()\n<END_OF_PLAN>')
+    second = '1. who_is(person="Leo")\n2. join()\n<END_OF_PLAN>'
+    result = Agent(_tools(), ScriptedModel([first, second])).plan_sync("Send Leo the retro doc", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["who_is", "find_doc", "post"]
+    assert result.plan.calls[2].args["to"] == [Ref(1)]
+
+
 @pytest.mark.parametrize(("value", "meant"), [
     (">$1. join() <END_OF_PLAN>**Note:** The note was sent.", Ref(1)),
     (">$1", Ref(1)),
+    ("[$1]", Ref(1)),
     ("Here are the notes. join() <END_OF_PLAN>", "Here are the notes."),
     ("lunch is $25", "lunch is $25"),
 ])

@@ -1,0 +1,118 @@
+"""Results the plan makes and then does not pass where they go: no model call.
+
+A small planner writing a long plan often makes a value in one step and forgets it in the next: "Make a video room
+for the board sync and put it on my calendar" planned as ``1. video_create_room(...)`` and ``2.
+calendar_add_event(...)`` with no venue; or it passes the wrong steps: ``recipient_addresses=[$1, $4]`` where
+``$1`` is the room and ``$4`` the event, beside two unused contact lookups. Two repairs, each read from the tools'
+descriptions and schemas:
+
+* **An unused result where it goes.** A step whose result no step uses, whose tool's description says what it
+  returns with a noun that a later call's unset parameter describes too (``"returns its join URL"`` of a
+  video-conference room, and a venue that is a "Physical location or video-conference URL"; or a parameter whose
+  description names the tool as its source): that parameter gets the step's result. The descriptions must share at
+  least two content words, so a map URL is not a meeting's venue.
+* **References of the wrong kind in an identifier list.** Where a parameter takes e-mail addresses or phone numbers
+  and some of its references point at steps that find no such identifier, and the plan has exactly as many other
+  lookups of that kind, those lookups take their places.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .._formats import identifier_kind
+from .._plan import Call, Plan, Ref, find_refs
+from .._tools import Tool
+from ._lookups import lookup_kind
+from ._repair import documented_source
+
+__all__ = ["wire_results"]
+
+_RESULT_NOUN = re.compile(r"\b(url|link|path|id)\b", re.IGNORECASE)
+_RETURNS = re.compile(r"\breturns?\b([^.]*)", re.IGNORECASE)
+_STOP = frozenset(re.findall(r"\S+", "the a an of to or and its it for with by as in on is be from this that any "
+                                    "user user's returns return"))
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z][a-z-]+", text.lower()) if w not in _STOP}
+
+
+def _returned_noun(tool: Tool) -> str | None:
+    """The noun the tool's description says it returns ("join URL" → ``"url"``), among URLs, links, paths and ids."""
+    for match in _RETURNS.finditer(f"{tool.description or ''} {tool.returns or ''}"):
+        noun = _RESULT_NOUN.search(match.group(1))
+        if noun:
+            return noun.group(1).lower()
+    return None
+
+
+def _takes(tool: Tool, producer: Tool, tools: Mapping[str, Tool]) -> str | None:
+    """The parameter of ``tool`` that takes what ``producer`` returns, when exactly one does."""
+    noun = _returned_noun(producer)
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    fits = []
+    for name, schema in props.items():
+        if not isinstance(schema, Mapping) or identifier_kind(schema) is not None:
+            continue
+        description = str(schema.get("description") or "")
+        if documented_source(schema, tools) == producer.name or (
+                noun is not None and re.search(rf"\b{noun}s?\b", description, re.IGNORECASE)
+                and len(_content(description) & _content(producer.description or "")) >= 2):
+            fits.append(name)
+    return fits[0] if len(fits) == 1 else None
+
+
+def wire_results(plan: Plan, tools: Mapping[str, Tool]) -> tuple[Plan, list[str]]:
+    """``plan`` with unused results passed where a later call's unset parameter takes them, and references of the
+    wrong kind in identifier lists replaced by the plan's unused lookups of the right kind; with notes."""
+    calls = list(plan.calls)
+    args = {c.id: dict(c.args) for c in calls}  # what changes, by step
+    notes: list[str] = []
+    for call in calls:
+        notes += _rewire_identifiers(call, args[call.id], calls, tools)
+    used = {r.step for a in args.values() for r in find_refs(a)}
+    for step in calls:
+        producer = tools.get(step.name)
+        if producer is None or step.id in used or lookup_kind(producer) is not None:
+            continue
+        for call in calls:
+            tool = tools.get(call.name)
+            if call.id <= step.id or tool is None:
+                continue
+            name = _takes(tool, producer, tools)
+            if name is not None and args[call.id].get(name) in (None, "", []):
+                schema = (tool.parameters.get("properties") or {}).get(name) or {}
+                args[call.id][name] = [Ref(step.id)] if schema.get("type") == "array" else Ref(step.id)
+                used.add(step.id)
+                notes.append(f"plan: step {call.id} takes step {step.id}'s result as {name}")
+                break
+    if not notes:
+        return plan, []
+    return Plan(calls=tuple(Call(c.id, c.name, args[c.id]) for c in calls), answer=plan.answer), notes
+
+
+def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], tools: Mapping[str, Tool]) -> list[str]:
+    tool = tools.get(call.name)
+    if tool is None:
+        return []
+    by_id = {c.id: c for c in calls}
+    notes = []
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    for name, value in list(args.items()):
+        kind = identifier_kind(props.get(name) or {})
+        if kind is None or not isinstance(value, list):
+            continue
+        wrong = [v for v in value if isinstance(v, Ref) and v.step in by_id
+                 and lookup_kind(tools.get(by_id[v.step].name)) is None]
+        spare = [c.id for c in calls if c.id < call.id and Ref(c.id) not in value
+                 and lookup_kind(tools.get(c.name)) == kind]
+        if not wrong or len(spare) != len(wrong):
+            continue
+        swap = dict(zip(wrong, (Ref(s) for s in spare), strict=True))
+        args[name] = [swap.get(v, v) if isinstance(v, Ref) else v for v in value]
+        notes.append(f"plan: step {call.id} passes the lookups {', '.join(f'${s}' for s in spare)} as {name} "
+                     f"instead of {', '.join(str(w) for w in wrong)}")
+    return notes

@@ -49,6 +49,15 @@ def test_a_verb_names_the_tools_whose_names_say_it_and_a_generic_one_names_none(
     assert verb_tools("text", tools) == frozenset()  # a channel: tinyagent.run._channels
 
 
+def test_after_a_verb_that_names_many_things_the_next_word_names_the_tool() -> None:
+    tools = {**_tools(), **ToolRegistry.from_openai([_fn("video_room", "Opens a video room.", {"topic": TEXT},
+                                                           ["topic"])])}
+    event = [Call(1, "calendar_add", {"title": "Retro", "start": "2026-12-08 15:00"})]
+    unserved = unserved_clause("Set up a video meeting called Retro on Tuesday at 3pm", tools, event)
+    assert unserved is not None and unserved[1] == {"video_room"}
+    assert unserved_clause("Set up a meeting called Retro on Tuesday at 3pm", tools, event) is None
+
+
 def test_a_clause_no_step_serves() -> None:
     tools = _tools()
     texted = [Call(1, "phonebook", {"who": "Alex"}), Call(2, "sms", {"to": [Ref(1)], "body": "outside"})]

@@ -50,3 +50,39 @@ def test_references_of_the_wrong_kind_in_a_recipient_list_become_the_lookups() -
     assert wired.calls[3].args["where"] == Ref(1)  # the room, no longer "used" as an address
     odd = Plan(calls=(*plan.calls[:4], Call(5, "mail", {"to": [Ref(1)], "body": "brief"})))
     assert wire_results(odd, tools)[0].calls[4].args["to"] == [Ref(1)]  # one wrong, two lookups: which?
+
+
+def test_made_up_identifiers_take_the_unused_lookups_and_a_lookup_of_the_other_kind_is_swapped() -> None:
+    tools = ToolRegistry.from_openai([
+        *(_fn(n, d, {"name": TEXT}, ["name"]) for n, d in (("who", "Finds a person's e-mail address."),
+                                                           ("mobile", "Finds a person's mobile number."))),
+        _fn("sms", "Sends an SMS.", {"to": {"type": "array", "items": {"type": "string"},
+                                            "description": "Destination phone numbers."}, "body": TEXT},
+            ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "who", {"name": "Ellie"}), Call(2, "who", {"name": "Sam"}),
+                       Call(3, "sms", {"to": ["123-456-7890", "098-765-4321"], "body": "picks"})))
+    wired, _ = wire_results(plan, tools, "Text the picks to Ellie and Sam")
+    assert [c.name for c in wired.calls] == ["mobile", "mobile", "sms"]
+    assert wired.calls[2].args["to"] == [Ref(1), Ref(2)]
+    one = Plan(calls=(plan.calls[0], plan.calls[2]))
+    assert wire_results(one, tools, "Text the picks to Ellie and Sam")[0] == one  # two made up, one lookup
+
+
+def test_stray_reads_and_repeated_calls_go() -> None:
+    from tinyagent.run._tidy import reads_only, tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        _fn("agenda_of_day", "Returns every calendar entry of a day.", {"day": TEXT}, ["day"]),
+        _fn("add_event", "Adds an event to the calendar.", {"title": TEXT}, ["title"]),
+        _fn("forward", "Forwards an existing message.", {"match": TEXT}, ["match"]),
+    ])
+    assert reads_only(tools["agenda_of_day"]) and not reads_only(tools["add_event"])
+    plan = Plan(calls=(Call(1, "agenda_of_day", {"day": "2026-12-07"}), Call(2, "forward", {"match": "offsite"}),
+                       Call(3, "add_event", {"title": "Offsite"}), Call(4, "add_event", {"title": "Offsite"})))
+    tidy, notes = tidy_plan(plan, tools, "Forward the offsite email and put the offsite on my calendar Monday")
+    assert [c.name for c in tidy.calls] == ["forward", "add_event"] and len(notes) == 2
+    asked = "Check my agenda for Monday and forward the offsite email"  # the request says its distinctive word
+    assert [c.name for c in tidy_plan(plan, tools, asked)[0].calls] == ["agenda_of_day", "forward", "add_event"]
+    question = "What's on Monday? Forward the offsite email"  # a question: its result may be the answer
+    assert len(tidy_plan(plan, tools, question)[0].calls) == 3

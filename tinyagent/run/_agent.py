@@ -31,6 +31,7 @@ from ._repair import call_problem, known_text, repair_plan, ruled_out
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import STOP_PREF, AgentSettings
 from ._state import Emit, RunSetup, RunState
+from ._tidy import tidy_plan
 from ._wiring import wire_results
 
 __all__ = ["Agent"]
@@ -252,7 +253,9 @@ class Agent:
             # (after planning again: told why, the planner often fixes more than the made-up value)
             plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
             state.result.notes.extend(notes)
-            plan, notes = wire_results(plan, state.offer.tools)
+            plan, notes = wire_results(plan, state.offer.tools, known)
+            state.result.notes.extend(notes)
+            plan, notes = tidy_plan(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)
         return model, completion, plan, request
 

@@ -4,7 +4,8 @@
 one text message that says all of it: the second request went into the first one's words. Each clause of a
 request that opens with a verb ("..., and remind me to ...", "Summarize the Falcon proposal") asks for an action;
 when that verb names offered tools (a word of a tool's name: "remind" and ``reminders_add_task``, "summarize"
-and ``pdf_summarize``) and the plan calls none of them, the plan is planned again with one of them required.
+and ``pdf_summarize``), or the verb names many things and the word after it names tools ("set up a video meeting",
+"add a reminder"), and the plan calls none of them, the plan is planned again with one of them required.
 
 Verbs that name many things (add, get, send, make, read ...) name no tool here, and the channels' own verbs (text,
 email) are :mod:`tinyagent.run._channels`'s. Nothing is keyed to a tool's name: the tools come from their names'
@@ -20,11 +21,12 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_verbs", "unserved_clause", "verb_tools"]
+__all__ = ["clause_heads", "clause_verbs", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
-                     r"(?:(?:also|then|and|please|pls|now|can you|could you)\s+)*([a-z]+)\b", re.IGNORECASE)
+                     r"(?:(?:also|then|and|please|pls|now|can you|could you)\s+)*([a-z]+)\b"
+                     r"(?:\s+(?:(?:up|a|an|the|my|me|new|some|us)\s+)*([a-z]+))?", re.IGNORECASE)
 _GENERIC = frozenset(re.findall(r"[a-z]+", """
 add adds get gets set sets put make makes create creates new open read send sends take show tell let give check
 find look see do go use bring pay call buy pick keep try need want ask have has be is are was were will would
@@ -38,6 +40,12 @@ _NAME_WORD = re.compile(r"[a-z]+")
 def clause_verbs(request: str) -> list[str]:
     """The words that open the request's clauses, lower case ("remind" in "..., and remind me to ...")."""
     return [m.group(1).lower() for m in _CLAUSE.finditer(request)]
+
+
+def clause_heads(request: str) -> list[tuple[str, str]]:
+    """Each clause's opening word and the first word of what follows it past a particle, an article or a
+    possessive ("set up a video meeting" gives ``("set", "video")``; "" where nothing follows)."""
+    return [(m.group(1).lower(), (m.group(2) or "").lower()) for m in _CLAUSE.finditer(request)]
 
 
 def verb_tools(verb: str, tools: Mapping[str, Tool]) -> frozenset[str]:
@@ -60,8 +68,9 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
     called = {c.name for c in calls}
     if not called:
         return None
-    for verb in dict.fromkeys(clause_verbs(request)):
-        named = verb_tools(verb, tools)
+    for verb, head in dict.fromkeys(clause_heads(request)):
+        named = verb_tools(verb, tools) or (verb_tools(head, tools) if verb in _GENERIC else frozenset())
+        verb = verb if verb_tools(verb, tools) else f"{verb} {head}"
         if named and not called & named:
             names = sorted(named)
             return (f"the request asks to {verb} (a clause opens with it), and no step does; "

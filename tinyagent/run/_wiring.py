@@ -25,8 +25,8 @@ from typing import Any
 from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs
 from .._tools import Tool
-from ._lookups import lookup_kind
-from ._repair import documented_source
+from ._lookups import lookup_kind, swap_lookups
+from ._repair import documented_source, invented_identifiers
 
 __all__ = ["wire_results"]
 
@@ -65,14 +65,17 @@ def _takes(tool: Tool, producer: Tool, tools: Mapping[str, Tool]) -> str | None:
     return fits[0] if len(fits) == 1 else None
 
 
-def wire_results(plan: Plan, tools: Mapping[str, Tool]) -> tuple[Plan, list[str]]:
-    """``plan`` with unused results passed where a later call's unset parameter takes them, and references of the
-    wrong kind in identifier lists replaced by the plan's unused lookups of the right kind; with notes."""
+def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "") -> tuple[Plan, list[str]]:
+    """``plan`` with unused results passed where a later call's unset parameter takes them, references of the
+    wrong kind in identifier lists replaced by the plan's lookups of the right kind, and made-up identifiers
+    (not in ``known``) by its unused lookups; with notes."""
     calls = list(plan.calls)
     args = {c.id: dict(c.args) for c in calls}  # what changes, by step
     notes: list[str] = []
     for call in calls:
         notes += _rewire_identifiers(call, args[call.id], calls, tools)
+    for call in calls:
+        notes += _fill_made_up(call, args, calls, tools, known)
     used = {r.step for a in args.values() for r in find_refs(a)}
     for step in calls:
         producer = tools.get(step.name)
@@ -91,7 +94,36 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool]) -> tuple[Plan, list[str]
                 break
     if not notes:
         return plan, []
-    return Plan(calls=tuple(Call(c.id, c.name, args[c.id]) for c in calls), answer=plan.answer), notes
+    swapped, swaps = swap_lookups([Call(c.id, c.name, args[c.id]) for c in calls], tools)
+    return Plan(calls=tuple(swapped), answer=plan.answer), notes + swaps
+
+
+def _fill_made_up(call: Call, args: dict[int, dict[str, Any]], calls: list[Call], tools: Mapping[str, Tool],
+                  known: str) -> list[str]:
+    """Made-up identifiers of ``call`` (no name in them: :mod:`._producers` could not write their lookup) replaced,
+    in order, by the lookups no step uses, when there are exactly as many ("text the picks to Ellie and Sam"
+    planned with two unused lookups and two made-up numbers; a lookup of the other kind is swapped after)."""
+    made_up = [value for _, value in invented_identifiers(Call(call.id, call.name, args[call.id]), tools, known)]
+    if not made_up:
+        return []
+    used = {r.step for a in args.values() for r in find_refs(a)}
+    spare = [c.id for c in calls if c.id < call.id and c.id not in used and lookup_kind(tools.get(c.name))]
+    if len(spare) != len(set(made_up)):
+        return []
+    refs = dict(zip(dict.fromkeys(made_up), (Ref(s) for s in spare), strict=True))
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return refs.get(value, value) if isinstance(value, str) else value
+
+    tool = tools[call.name]
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    for name, value in args[call.id].items():
+        if identifier_kind(props.get(name) or {}) is not None:
+            args[call.id][name] = swap(value)
+    return [f"plan: step {call.id} passes the unused lookups {', '.join(f'${s}' for s in spare)} instead of "
+            f"{', '.join(repr(v) for v in refs)}"]
 
 
 def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], tools: Mapping[str, Tool]) -> list[str]:

@@ -1,0 +1,107 @@
+"""Steps a long plan gains that nobody asked for: no model call.
+
+Planning five or six steps, a small planner adds steps on its way: it checks the calendar before forwarding an
+e-mail, or writes the same call again and again (``notes_new`` then ``notes_trash`` four times over). Two repairs:
+
+* **A stray read.** A step whose tool only reads (its description opens with a verb of reading: "Returns every
+  calendar entry ...", "Checks whether a slot ...") whose result no step uses, in a plan with other steps, when
+  the request asks no question and says none of the words that set the tool's name apart from the other offered
+  tools' names ("agenda", "availability"): its result would only reach the answer, which nobody asked for.
+* **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
+  to it go to the first, and it goes.
+
+Nothing is keyed to a tool's name: readers come from their descriptions, distinctive words from the offered names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from .._plan import Call, Plan, Ref, find_refs, map_refs
+from .._tools import Tool
+from ._lookups import lookup_kind
+
+__all__ = ["distinctive_words", "reads_only", "tidy_plan"]
+
+_READ_VERBS = frozenset(re.findall(r"\w+", """
+returns retrieves checks lists fetches searches finds gets looks reads extracts shows reports queries counts
+computes calculates converts tells gives""".lower()))
+_ACTS = re.compile(r"\b(?:sends?|deliver|creates?|adds?|stores?|saves?|deletes?|removes?|moves?|opens?|writes?|"
+                   r"updates?|books?|schedules?|cancels?)\b", re.IGNORECASE)
+_QUESTION = re.compile(r"\?|(?:^|[.!;]\s+)(?:what|which|who|whom|whose|when|where|why|how|is|are|am|do|does|did|"
+                       r"can|could|will|should|any)\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z]+")
+
+
+def reads_only(tool: Tool) -> bool:
+    """Whether ``tool`` only reads, by its description: it opens with a verb of reading and says no verb of
+    acting ("Returns every calendar entry scheduled on a given day")."""
+    if tool.read_only:
+        return True
+    description = (tool.description or "").strip()
+    first = _WORD.findall(description.lower()[:40])
+    return bool(first) and first[0] in _READ_VERBS and not _ACTS.search(description)
+
+
+def _name_words(name: str) -> set[str]:
+    return set(_WORD.findall(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower()))
+
+
+def distinctive_words(name: str, tools: Mapping[str, Tool]) -> set[str]:
+    """The words of a tool's name that no other offered tool's name has."""
+    others: set[str] = set()
+    for other in tools:
+        if other != name:
+            others |= _name_words(other)
+    return {w for w in _name_words(name) - others if len(w) > 2}
+
+
+def _said(words: set[str], request: str) -> bool:
+    said = _WORD.findall(request.lower())
+    return any(w[:5] == s[:5] and min(len(w), len(s)) >= 4 or w == s for w in words for s in said)
+
+
+def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without repeated calls and stray reads (renumbered from 1; references follow), with notes."""
+    calls: list[Call] = []
+    numbers: dict[int, int] = {}
+    first_of: dict[tuple[str, str], int] = {}
+    notes: list[str] = []
+    for call in plan.calls:
+        args = map_refs(call.args, lambda r: Ref(numbers.get(r.step, r.step)))
+        key = (call.name, repr(sorted(args.items())))
+        if key in first_of:
+            numbers[call.id] = first_of[key]
+            notes.append(f"plan: left out step {call.id} (the same call as step {first_of[key]})")
+            continue
+        numbers[call.id] = first_of[key] = len(calls) + 1
+        calls.append(Call(len(calls) + 1, call.name, args))
+    stray = _stray_reads(calls, tools, request)
+    if stray:
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (it only reads, its result "
+                     "is not used, and the request does not ask for it)")
+        kept = [c for c in calls if c.id not in stray]
+        renumber = {c.id: i + 1 for i, c in enumerate(kept)}
+        calls = [Call(renumber[c.id], c.name, map_refs(c.args, lambda r: Ref(renumber.get(r.step, r.step))))
+                 for c in kept]
+    if not notes:
+        return plan, []
+    return Plan(calls=tuple(calls), answer=plan.answer), notes
+
+
+def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    if len(calls) < 2 or _QUESTION.search(request):
+        return set()
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    out = set()
+    for call in calls:
+        tool = tools.get(call.name)
+        if tool is None or call.id in used or not reads_only(tool) or lookup_kind(tool) is not None:
+            continue  # (a lookup's own rules: tinyagent.run._repair.stray_lookups)
+        words = distinctive_words(call.name, tools)
+        if words and not _said(words, request):
+            out.add(call.id)
+    if len(out) == len(calls):
+        return set()
+    return out

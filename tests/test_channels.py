@@ -49,6 +49,7 @@ def test_senders_come_from_descriptions_and_required_identifier_parameters() -> 
     ("Message 555-0142 that I'm late", "phone"), ("Message Alex: hi", None),
     ("Email Ann and text Bob", None), ("Open the text file", None),
     ("Schedule lunch on 2026-12-05 at 12:30", None), ("Invest 2000 in 12 funds", None),
+    ("Send the summary to Walter by emial", "email"), ("eamil him the deck", "email"),  # typos
 ])
 def test_the_channel_asked_for(request_text: str, channel: str | None) -> None:
     assert asked_channel(request_text) == channel

@@ -86,3 +86,21 @@ def test_stray_reads_and_repeated_calls_go() -> None:
     assert [c.name for c in tidy_plan(plan, tools, asked)[0].calls] == ["agenda_of_day", "forward", "add_event"]
     question = "What's on Monday? Forward the offsite email"  # a question: its result may be the answer
     assert len(tidy_plan(plan, tools, question)[0].calls) == 3
+
+
+def test_a_result_wired_into_an_earlier_call_moves_its_step_before_it() -> None:
+    tools = _tools()
+    plan = Plan(calls=(Call(1, "who", {"name": "Aisha"}), Call(2, "event", {"title": "Retro", "guests": [Ref(1)]}),
+                       Call(3, "room", {"topic": "Retro"})))
+    wired, _ = wire_results(plan, tools)
+    assert [c.name for c in wired.calls] == ["who", "room", "event"]
+    assert wired.calls[2].args == {"title": "Retro", "guests": [Ref(1)], "where": Ref(2)}
+
+
+def test_a_lookup_by_the_address_it_should_find_goes() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = _tools()
+    plan = Plan(calls=(Call(1, "who", {"name": "Nora"}), Call(2, "who", {"name": "Nora@example.com"}),
+                       Call(3, "mail", {"to": [Ref(1)], "body": "brief"})))
+    assert [c.name for c in tidy_plan(plan, tools, "Email Nora the brief")[0].calls] == ["who", "mail"]

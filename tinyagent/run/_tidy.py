@@ -7,6 +7,8 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
   calendar entry ...", "Checks whether a slot ...") whose result no step uses, in a plan with other steps, when
   the request asks no question and says none of the words that set the tool's name apart from the other offered
   tools' names ("agenda", "availability"): its result would only reach the answer, which nobody asked for.
+* **A lookup by an address.** An unused lookup of a contact by an e-mail address (``person_name="nora@example.com"``)
+  looks up what it should have found.
 * **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
   to it go to the first, and it goes.
 
@@ -97,8 +99,14 @@ def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str)
     out = set()
     for call in calls:
         tool = tools.get(call.name)
-        if tool is None or call.id in used or not reads_only(tool) or lookup_kind(tool) is not None:
-            continue  # (a lookup's own rules: tinyagent.run._repair.stray_lookups)
+        if tool is None or call.id in used:
+            continue
+        if lookup_kind(tool) is not None:  # (by a name: tinyagent.run._repair.stray_lookups)
+            if any(isinstance(v, str) and "@" in v for v in call.args.values()):
+                out.add(call.id)  # looks up by the address it should find: made up from a name
+            continue
+        if not reads_only(tool):
+            continue
         words = distinctive_words(call.name, tools)
         if words and not _said(words, request):
             out.add(call.id)

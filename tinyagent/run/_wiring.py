@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._formats import identifier_kind
-from .._plan import Call, Plan, Ref, find_refs
+from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._lookups import lookup_kind, swap_lookups
 from ._repair import documented_source, invented_identifiers
@@ -83,8 +83,8 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "") -> tupl
             continue
         for call in calls:
             tool = tools.get(call.name)
-            if call.id <= step.id or tool is None:
-                continue
+            if call.id == step.id or tool is None or _depends(step.id, call.id, args):
+                continue  # (a later step is moved before the call: see _in_order)
             name = _takes(tool, producer, tools)
             if name is not None and args[call.id].get(name) in (None, "", []):
                 schema = (tool.parameters.get("properties") or {}).get(name) or {}
@@ -94,8 +94,47 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "") -> tupl
                 break
     if not notes:
         return plan, []
-    swapped, swaps = swap_lookups([Call(c.id, c.name, args[c.id]) for c in calls], tools)
+    swapped, swaps = swap_lookups(_in_order([Call(c.id, c.name, args[c.id]) for c in calls]), tools)
     return Plan(calls=tuple(swapped), answer=plan.answer), notes + swaps
+
+
+def _by_name(call: Call) -> bool:
+    """Whether a lookup looks up by a name, not by an address or a number (``name="Nora@example.com"`` looks up
+    what it should have found)."""
+    return not any(isinstance(v, str) and ("@" in v or sum(ch.isdigit() for ch in v) >= 5)
+                   for v in call.args.values())
+
+
+def _depends(step: int, on: int, args: Mapping[int, Mapping[str, Any]]) -> bool:
+    """Whether ``step`` uses ``on``'s result, directly or through other steps."""
+    seen, todo = set(), [step]
+    while todo:
+        current = todo.pop()
+        if current == on:
+            return True
+        if current in seen:
+            continue
+        seen.add(current)
+        todo += [r.step for r in find_refs(args.get(current, {}))]
+    return False
+
+
+def _in_order(calls: list[Call]) -> list[Call]:
+    """``calls`` with each step after the steps it uses, otherwise in the plan's order, numbered from 1 (references
+    follow): a result wired into an earlier call moves its step before it."""
+    if all(r.step < c.id for c in calls for r in find_refs(c.args)):
+        return calls
+    by_id = {c.id: c for c in calls}
+    order: list[int] = []
+    left = [c.id for c in calls]
+    while left:
+        ready = next((i for i in left if all(r.step in order for r in find_refs(by_id[i].args)
+                                             if r.step in by_id)), left[0])
+        order.append(ready)
+        left.remove(ready)
+    numbers = {old: new for new, old in enumerate(order, start=1)}
+    return [Call(numbers[i], by_id[i].name, map_refs(by_id[i].args, lambda r: Ref(numbers.get(r.step, r.step))))
+            for i in order]
 
 
 def _fill_made_up(call: Call, args: dict[int, dict[str, Any]], calls: list[Call], tools: Mapping[str, Tool],
@@ -107,7 +146,8 @@ def _fill_made_up(call: Call, args: dict[int, dict[str, Any]], calls: list[Call]
     if not made_up:
         return []
     used = {r.step for a in args.values() for r in find_refs(a)}
-    spare = [c.id for c in calls if c.id < call.id and c.id not in used and lookup_kind(tools.get(c.name))]
+    spare = [c.id for c in calls if c.id != call.id and c.id not in used and lookup_kind(tools.get(c.name))
+             and not _depends(c.id, call.id, args)]
     if len(spare) != len(set(made_up)):
         return []
     refs = dict(zip(dict.fromkeys(made_up), (Ref(s) for s in spare), strict=True))
@@ -140,7 +180,7 @@ def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], too
         wrong = [v for v in value if isinstance(v, Ref) and v.step in by_id
                  and lookup_kind(tools.get(by_id[v.step].name)) is None]
         spare = [c.id for c in calls if c.id < call.id and Ref(c.id) not in value
-                 and lookup_kind(tools.get(c.name)) == kind]
+                 and lookup_kind(tools.get(c.name)) == kind and _by_name(c)]
         if not wrong or len(spare) != len(wrong):
             continue
         swap = dict(zip(wrong, (Ref(s) for s in spare), strict=True))

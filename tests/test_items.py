@@ -136,6 +136,7 @@ def test_the_tools_that_act_on_an_item_and_a_plan_that_acts_on_none() -> None:
     assert unserved_item("Email Alex that my note is ready", tools, lookup) is None
     assert unserved_item("What does my Gift ideas note say?", tools, lookup) is None  # a question
     assert unserved_item("Send Alex my Gift ideas note", tools, []) is None  # no plan: the no-tool decision's
+    assert unserved_item("I need the email for Maria", tools, lookup[:1]) is None  # the address, looked up
 
 
 def test_a_plan_that_skips_the_note_it_sends_is_planned_again_with_a_note_tool_required() -> None:

@@ -177,7 +177,7 @@ def test_the_agent_writes_the_lookup_in_when_planning_again_made_the_address_up_
     assert result.plan.calls[1].args["to"] == [Ref(1)]
     assert len(model.requests) == 2  # told why first
 
-    off = Agent(_tools(), ScriptedModel([plan, plan]), settings=AgentSettings(insert_producers=False))
+    off = Agent(_tools(), ScriptedModel([plan, plan]), settings=AgentSettings(last_plan_repairs=False))
     assert [c.name for c in off.plan_sync("Email Priya the notes", today=TODAY).plan.calls] == ["post"]
 
 

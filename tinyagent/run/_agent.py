@@ -214,7 +214,7 @@ class Agent:
                                       optionals=self.settings.ungrounded_optionals == "drop")
             state.result.notes.extend(notes)
             check = self.settings.given_identifiers
-            if first is not None and self.settings.insert_producers:
+            if first is not None and self.settings.last_plan_repairs:
                 plan = self._not_worse(state, first, plan, known)
             earlier = {c.id: c for c in plan.calls}
             invented = [bad for c in plan.calls
@@ -249,7 +249,7 @@ class Agent:
                 state.result.notes.append(f"plan: the second plan was invalid ({exc}); kept the first")
                 break
             request = again_request
-        if self.settings.given_identifiers and self.settings.insert_producers:
+        if self.settings.given_identifiers and self.settings.last_plan_repairs:
             # (after planning again: told why, the planner often fixes more than the made-up value)
             plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
             state.result.notes.extend(notes)

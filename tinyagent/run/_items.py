@@ -32,6 +32,7 @@ from functools import lru_cache
 from .._plan import Call
 from .._tools import Tool
 from ._channels import senders
+from ._lookups import lookup_kind
 
 __all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
            "unserved_item"]
@@ -136,8 +137,11 @@ def unserved_item(request: str, tools: Mapping[str, Tool], calls: Iterable[Call]
     if not calls or _QUESTION.search(request) or request.rstrip().endswith("?"):
         return None
     called = {c.name for c in calls}
+    finds_addresses = any(lookup_kind(tools.get(name)) == "email" for name in called)
     for kind, words in sorted(pointed_kinds(_CONTENT.split(request, maxsplit=1)[0]).items()):
         users = item_users(kind, tools)
+        if finds_addresses and re.search(r"mail\W*$", words, re.IGNORECASE):
+            continue  # "I need the email for Maria Garcia", planned as an address lookup: the address
         if users and not called & users:
             return (f"the request points at an existing {kind} ({words!r}) and no step acts on it; "
                     f"{_verb(sorted(users), 'acts', 'act')} on one"), users

@@ -93,11 +93,13 @@ class AgentSettings:
             schema and description) take only the identifiers the request or the conversation writes, as written,
             or a ``$k`` reference; a tool that needs one the planner has neither of is not offered at that step,
             so the lookup comes first (:func:`tinyagent._grammar.plan_grammar`). False: any value of the shape.
-        insert_producers: where the last plan of ``Agent.plan`` (after planning again with the reason) still
-            passes a made-up value that one offered tool would give (an e-mail address built from a name the
-            request writes, for the tool that finds addresses; a file name whose parameter says it comes from
-            another tool, for that tool with the request's words), write that call in before it and pass its
-            result; leave a made-up identifier out of an optional parameter (``tinyagent.run._producers``).
+        last_plan_repairs: repairs of the last plan of ``Agent.plan`` (after planning again with the reason), which
+            need no model: a second plan that dropped an action of the first keeps the first, with the second's
+            new lookups for what it made up (``tinyagent.run._producers``); a made-up value one offered tool would
+            give gets that call (an address built from a name the request writes; a file name whose parameter
+            names its source tool) and a made-up optional identifier goes; unused results go where a later
+            parameter takes them and wrong-kind references in identifier lists become the plan's lookups
+            (``_wiring``); stray reads, lookups by address and repeated calls go (``_tidy``).
         ruled_out_tools: leave out of the plan grammar the tools the request rules out by what it says, read from
             the tools' descriptions: one that acts on an existing message or note where the request points at none
             but a tool makes a new one, one that makes a new one where the request points at an existing one
@@ -128,6 +130,6 @@ class AgentSettings:
     grounding: bool = True
     given_identifiers: bool = True
     identifier_grammar: bool = False
-    insert_producers: bool = True
+    last_plan_repairs: bool = True
     ruled_out_tools: bool = True
     ungrounded_optionals: Literal["drop", "keep"] = "drop"

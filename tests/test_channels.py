@@ -13,7 +13,7 @@ from _helpers_models import real_model_available
 from tinyagent import Agent, ToolRegistry
 from tinyagent._plan import Call
 from tinyagent.models import ScriptedModel
-from tinyagent.run._channels import asked_channel, channel_problem, senders, unserved_channel
+from tinyagent.run._channels import asked_channel, channel_problem, channel_senders, senders, unserved_channel
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -69,6 +69,9 @@ def test_an_empty_plan_is_unserved_only_for_a_request_to_send() -> None:
     assert "buzz" in (unserved_channel("Text Bob 'happy birthday!'", tools) or "")
     assert unserved_channel("What's Bob's email address?", tools) is None
     assert unserved_channel("Hi there!", tools) is None
+    both = "Text Victor that the review moved, and email him the deck too"
+    assert "text message (to phone numbers) and an e-mail" in (unserved_channel(both, tools) or "")
+    assert channel_senders(both, tools) == {"post", "buzz"}  # either will do for the grammar
 
 
 def test_agent_plan_replans_a_text_sent_as_an_email() -> None:

@@ -267,3 +267,15 @@ def test_convert_case_keeps_a_no_tool_answer() -> None:
     case = next(c for c in load_evalset("test") if not c.calls)
     converted = convert_case(case)
     assert converted.calls == () and converted.answer == case.answer and converted.answer
+
+
+def test_the_multi_step_development_set_is_valid_and_each_gold_plan_scores_right(registry: Any) -> None:
+    path = Path(bench.__file__).parent / "data" / "pa_multistep" / "cases.jsonl"
+    dev = load_evalset(path=path)
+    assert len(dev) == 40 and {c.split for c in dev} == {"dev"}
+    assert sum(len(c.calls) >= 4 for c in dev) >= 20  # mostly long plans, as real requests are
+    for case in dev:
+        for call in case.calls:
+            assert call["name"] in registry, case.id
+        result = score_pa_plan(case.calls, case, registry)
+        assert result["dag"] and result["strict"] and result["strict_exact"], case.id

@@ -94,8 +94,10 @@ def channel_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
 
 
 def channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
-    """The offered tools that send by the channel the request asks for (empty: it names no one channel)."""
-    return _by_channel(request, tools)[0]
+    """The offered tools that send by the channel the request asks for, or by either where it asks for both
+    (empty: it names neither)."""
+    wants = set(_asked_channels(request))
+    return frozenset(name for name, k in senders(tools.values()).items() if k & wants) if wants else frozenset()
 
 
 def other_channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
@@ -118,16 +120,26 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     request to send by a channel unserved (None: the request is a question, names no one channel, no offered tool
     sends by it, or a call sends; with calls, also when no clause opens with a verb of sending: "Invite
     ann@x.org to lunch" planned as an event only mentions the channel)."""
-    want = asked_channel(request)
-    if want is None or _QUESTION.search(request) or request.rstrip().endswith("?"):
+    wants = _asked_channels(request)
+    if not wants or _QUESTION.search(request) or request.rstrip().endswith("?"):
         return None
-    if calls and not _SEND_VERB.search(request.strip()):
+    if (calls or len(wants) > 1) and not _SEND_VERB.search(request.strip()):
         return None  # (a plan that does something else for a request that only mentions the channel)
     sending = senders(tools.values())
-    right = sorted(name for name, k in sending.items() if want in k)
+    right = sorted(name for name, k in sending.items() if k & set(wants))
     if not right or any(c.name in sending for c in calls):  # (one that sends by the other: channel_problem)
         return None
-    return f"the request asks to send {_WHAT[want]}, and no step does; {_names(right)} that"
+    return f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step does; {_names(right)} that"
+
+
+def _asked_channels(request: str) -> list[str]:
+    """The one channel the request asks for, or both where it speaks of both ("Text Victor ..., and email him
+    ...")."""
+    one = asked_channel(request)
+    if one is not None:
+        return [one]
+    request = _EMAIL_TYPO.sub("email", request)
+    return [kind for kind, words in _WORDS.items() if words.search(request)]
 
 
 def _names(names: list[str]) -> str:

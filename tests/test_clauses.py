@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import Agent, ToolRegistry
 from tinyagent._plan import Call, Ref
@@ -13,22 +14,16 @@ from tinyagent.models import ScriptedModel
 from tinyagent.run._clauses import clause_verbs, unserved_clause, verb_tools
 
 TODAY = dt.date(2026, 12, 1)
-TEXT = {"type": "string"}
 NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
-
-
-def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
-    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
-        "type": "object", "properties": props, "required": required}}}
 
 
 def _tools() -> ToolRegistry:
     return ToolRegistry.from_openai([
-        _fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
-        _fn("sms", "Sends an SMS to phone numbers.", {"to": NUMBERS, "body": TEXT}, ["to", "body"]),
-        _fn("reminderAdd", "Adds a to-do item.", {"title": TEXT, "due": TEXT}, ["title"]),
-        _fn("doc_summarize", "Summarizes a document.", {"path": TEXT}, ["path"]),
-        _fn("calendar_add", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT}, ["title", "start"]),
+        openai_fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("sms", "Sends an SMS to phone numbers.", {"to": NUMBERS, "body": TEXT}, ["to", "body"]),
+        openai_fn("reminderAdd", "Adds a to-do item.", {"title": TEXT, "due": TEXT}, ["title"]),
+        openai_fn("doc_summarize", "Summarizes a document.", {"path": TEXT}, ["path"]),
+        openai_fn("calendar_add", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT}, ["title", "start"]),
     ])
 
 
@@ -50,7 +45,7 @@ def test_a_verb_names_the_tools_whose_names_say_it_and_a_generic_one_names_none(
 
 
 def test_after_a_verb_that_names_many_things_the_next_word_names_the_tool() -> None:
-    tools = {**_tools(), **ToolRegistry.from_openai([_fn("video_room", "Opens a video room.", {"topic": TEXT},
+    tools = {**_tools(), **ToolRegistry.from_openai([openai_fn("video_room", "Opens a video room.", {"topic": TEXT},
                                                            ["topic"])])}
     event = [Call(1, "calendar_add", {"title": "Retro", "start": "2026-12-08 15:00"})]
     unserved = unserved_clause("Set up a video meeting called Retro on Tuesday at 3pm", tools, event)
@@ -81,3 +76,16 @@ def test_the_plan_that_put_the_reminder_into_the_text_is_planned_again_with_a_re
     assert [c.name for c in result.plan.calls] == ["phonebook", "sms", "reminderAdd"]
     assert "asks to remind" in model.requests[1].messages[-1]["content"]
     assert "step-1-need" in (model.requests[1].grammar or "")
+
+
+def test_a_plan_that_neither_texts_nor_reminds_is_planned_again_with_both_required() -> None:
+    model = ScriptedModel([
+        '1. phonebook(who="Alex")\n2. join()\n<END_OF_PLAN>',
+        '1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside")\n3. reminderAdd(title="Pay the bill")\n'
+        '4. join()\n<END_OF_PLAN>',
+    ])
+    result = Agent(tools=_tools(), model=model).plan_sync(
+        "Text Alex that I'm outside and remind me to pay the bill", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["phonebook", "sms", "reminderAdd"]
+    grammar = model.requests[1].grammar or ""
+    assert "root ::= step-1-need3" in grammar  # two groups unserved: the text and the reminder

@@ -243,3 +243,16 @@ def test_a_required_tool_must_be_called_before_join() -> None:
     lookups = "".join(f'{k}. get_phone_number(name="Jo")\n' for k in (1, 2, 3))
     assert not _accepts(grammar, lookups + "4. join()\n<END_OF_PLAN>")  # the last call must be the required one
     assert plan_grammar(tools, required={"not_offered"}) == plan_grammar(tools)
+
+
+def test_each_required_group_must_be_served_before_join() -> None:
+    tools = [send_sms, get_phone_number]
+    grammar = plan_grammar(tools, required=[{"send_sms"}, {"get_phone_number"}],
+                           options=GrammarOptions(max_steps=3))
+    lookup = '1. get_phone_number(name="Jo")\n'
+    send = '2. send_sms(phone_numbers=[$1], text="hi")\n'
+    assert _accepts(grammar, lookup + send + "3. join()\n<END_OF_PLAN>")
+    assert not _accepts(grammar, lookup + "2. join()\n<END_OF_PLAN>")  # nothing sent yet
+    assert not _accepts(grammar, '1. send_sms(phone_numbers=["555 0100"], text="hi")\n2. join()\n<END_OF_PLAN>')
+    one_left = '1. send_sms(phone_numbers=["555 0100"], text="hi")\n2. send_sms(phone_numbers=["555 0100"], text="a")\n'
+    assert not _accepts(grammar, one_left + '3. send_sms(phone_numbers=["1"], text="b")\n4. join()\n<END_OF_PLAN>')

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _helpers_models import real_model_available
+from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Ref
@@ -27,29 +28,23 @@ from tinyagent.run._items import (
 from tinyagent.run._lookups import lookup_kind, mismatched_refs, swap_lookups
 
 TODAY = dt.date(2026, 12, 1)
-TEXT = {"type": "string"}
 ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
 NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
 
 
-def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
-    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
-        "type": "object", "properties": props, "required": required}}}
-
-
 def _tools() -> ToolRegistry:
     return ToolRegistry.from_openai([
-        _fn("find_address", "Finds a person's e-mail address.", {"who": TEXT}, ["who"]),
-        _fn("find_mobile", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
-        _fn("write_mail", "Composes a brand-new e-mail message and delivers it.",
+        openai_fn("find_address", "Finds a person's e-mail address.", {"who": TEXT}, ["who"]),
+        openai_fn("find_mobile", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("write_mail", "Composes a brand-new e-mail message and delivers it.",
             {"to": ADDRESSES, "subject": TEXT, "body": TEXT}, ["to", "subject", "body"]),
-        _fn("pass_on", "Forwards an existing message from the inbox to new recipients.",
+        openai_fn("pass_on", "Forwards an existing message from the inbox to new recipients.",
             {"match": TEXT, "to": ADDRESSES}, ["match", "to"]),
-        _fn("buzz", "Sends a short message.", {"numbers": NUMBERS, "body": TEXT}, ["numbers", "body"]),
-        _fn("jot", "Stores a new note. The user is asked before an existing note with that title is replaced.",
+        openai_fn("buzz", "Sends a short message.", {"numbers": NUMBERS, "body": TEXT}, ["numbers", "body"]),
+        openai_fn("jot", "Stores a new note. The user is asked before an existing note with that title is replaced.",
             {"title": TEXT, "body": TEXT}, ["title", "body"]),
-        _fn("extend", "Appends text to an existing note.", {"title": TEXT, "body": TEXT}, ["title", "body"]),
-        _fn("agenda", "Lists the events of a day.", {"day": TEXT}, ["day"]),
+        openai_fn("extend", "Appends text to an existing note.", {"title": TEXT, "body": TEXT}, ["title", "body"]),
+        openai_fn("agenda", "Lists the events of a day.", {"day": TEXT}, ["day"]),
     ])
 
 

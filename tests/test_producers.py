@@ -9,6 +9,7 @@ import datetime as dt
 
 import pytest
 from _helpers_models import real_model_available
+from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
@@ -17,7 +18,6 @@ from tinyagent.run._dangling import cut_plan_text, dangling_problem
 from tinyagent.run._producers import dropped_actions, insert_producers, merge_lookups, name_in_request, terms_in_request
 
 TODAY = dt.date(2026, 12, 1)
-TEXT = {"type": "string"}
 ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
 INVITEES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses to invite. Optional."}
 CC = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses for the Cc: field. Optional."}
@@ -25,19 +25,14 @@ FILES = {"type": "array", "items": {"type": "string"},
          "description": "Paths of files to attach, as returned by find_doc. Optional."}
 
 
-def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
-    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
-        "type": "object", "properties": props, "required": required}}}
-
-
 def _tools() -> ToolRegistry:
     return ToolRegistry.from_openai([
-        _fn("who_is", "Finds a person's e-mail address in the address book.", {"person": TEXT}, ["person"]),
-        _fn("find_doc", "Searches the user's documents. Returns the path of the best match.", {"words": TEXT},
+        openai_fn("who_is", "Finds a person's e-mail address in the address book.", {"person": TEXT}, ["person"]),
+        openai_fn("find_doc", "Searches the user's documents. Returns the path of the best match.", {"words": TEXT},
             ["words"]),
-        _fn("post", "Composes a new e-mail and delivers it.",
+        openai_fn("post", "Composes a new e-mail and delivers it.",
             {"to": ADDRESSES, "subject": TEXT, "body": TEXT, "cc": CC, "files": FILES}, ["to", "subject", "body"]),
-        _fn("book", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT, "guests": INVITEES},
+        openai_fn("book", "Adds an event to the calendar.", {"title": TEXT, "start": TEXT, "guests": INVITEES},
             ["title", "start"]),
     ])
 

@@ -3,28 +3,24 @@ registry's descriptions and schemas."""
 
 from __future__ import annotations
 
+from _helpers_tools import TEXT, openai_fn
+
 from tinyagent import ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
 from tinyagent.run._wiring import wire_results
 
-TEXT = {"type": "string"}
 ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
-
-
-def _fn(name: str, desc: str, props: dict[str, object], required: list[str]) -> dict[str, object]:
-    return {"type": "function", "function": {"name": name, "description": desc, "parameters": {
-        "type": "object", "properties": props, "required": required}}}
 
 
 def _tools() -> ToolRegistry:
     return ToolRegistry.from_openai([
-        _fn("who", "Finds a person's e-mail address.", {"name": TEXT}, ["name"]),
-        _fn("room", "Opens a video-conference room and returns its join URL.", {"topic": TEXT}, ["topic"]),
-        _fn("map", "Shows a place on the map. Returns the map URL.", {"place": TEXT}, ["place"]),
-        _fn("event", "Adds an event to the calendar.", {
+        openai_fn("who", "Finds a person's e-mail address.", {"name": TEXT}, ["name"]),
+        openai_fn("room", "Opens a video-conference room and returns its join URL.", {"topic": TEXT}, ["topic"]),
+        openai_fn("map", "Shows a place on the map. Returns the map URL.", {"place": TEXT}, ["place"]),
+        openai_fn("event", "Adds an event to the calendar.", {
             "title": TEXT, "guests": {**ADDRESSES, "description": "E-mail addresses to invite."},
             "where": {"type": "string", "description": "Physical location or video-conference URL."}}, ["title"]),
-        _fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
     ])
 
 
@@ -54,9 +50,9 @@ def test_references_of_the_wrong_kind_in_a_recipient_list_become_the_lookups() -
 
 def test_made_up_identifiers_take_the_unused_lookups_and_a_lookup_of_the_other_kind_is_swapped() -> None:
     tools = ToolRegistry.from_openai([
-        *(_fn(n, d, {"name": TEXT}, ["name"]) for n, d in (("who", "Finds a person's e-mail address."),
+        *(openai_fn(n, d, {"name": TEXT}, ["name"]) for n, d in (("who", "Finds a person's e-mail address."),
                                                            ("mobile", "Finds a person's mobile number."))),
-        _fn("sms", "Sends an SMS.", {"to": {"type": "array", "items": {"type": "string"},
+        openai_fn("sms", "Sends an SMS.", {"to": {"type": "array", "items": {"type": "string"},
                                             "description": "Destination phone numbers."}, "body": TEXT},
             ["to", "body"]),
     ])
@@ -73,9 +69,9 @@ def test_stray_reads_and_repeated_calls_go() -> None:
     from tinyagent.run._tidy import reads_only, tidy_plan
 
     tools = ToolRegistry.from_openai([
-        _fn("agenda_of_day", "Returns every calendar entry of a day.", {"day": TEXT}, ["day"]),
-        _fn("add_event", "Adds an event to the calendar.", {"title": TEXT}, ["title"]),
-        _fn("forward", "Forwards an existing message.", {"match": TEXT}, ["match"]),
+        openai_fn("agenda_of_day", "Returns every calendar entry of a day.", {"day": TEXT}, ["day"]),
+        openai_fn("add_event", "Adds an event to the calendar.", {"title": TEXT}, ["title"]),
+        openai_fn("forward", "Forwards an existing message.", {"match": TEXT}, ["match"]),
     ])
     assert reads_only(tools["agenda_of_day"]) and not reads_only(tools["add_event"])
     plan = Plan(calls=(Call(1, "agenda_of_day", {"day": "2026-12-07"}), Call(2, "forward", {"match": "offsite"}),

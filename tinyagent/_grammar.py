@@ -217,7 +217,7 @@ def plan_grammar(
     first_step: int = 1,
     prior_steps: Sequence[int] = (),
     identifiers: Mapping[str, Sequence[str]] | None = None,
-    required: Collection[str] = (),
+    required: Collection[str] | Sequence[Collection[str]] = (),
 ) -> str:
     """The GBNF grammar of a plan over ``tools``.
 
@@ -228,7 +228,8 @@ def plan_grammar(
         prior_steps: earlier steps whose results the new plan may reference.
         identifiers: the identifiers the request (and conversation) writes, by kind (``"email"``, ``"phone"``):
             the only literals an identifier parameter then takes. None: any value of the right shape.
-        required: the plan calls at least one of these tools before ``join`` (ignored when none is offered).
+        required: the plan calls at least one of these tools before ``join`` (ignored when none is offered); or
+            several such groups, each of which the plan serves (a text and a reminder).
 
     Raises:
         ConfigurationError: the generated grammar failed its check (a bug: please report it with the tool schemas).
@@ -236,8 +237,14 @@ def plan_grammar(
     opts = options or GrammarOptions()
     tool_list = list(tools.values()) if isinstance(tools, Mapping) else list(tools)
     b = _Builder(opts)
-    must = {t.name for t in tool_list} & set(required)
-    lines = [f"root ::= step-{first_step}{'-need' if must else ''}"]
+    offered = {t.name for t in tool_list}
+    groups = [g for g in _groups(required) if g & offered]
+    full = (1 << len(groups)) - 1
+
+    def state(k: int, mask: int) -> str:  # step k, with the groups in ``mask`` still unserved
+        return f"step-{k}" if not mask else f"step-{k}-need{mask}"
+
+    lines = [f"root ::= {state(first_step, full)}"]
     last = first_step + opts.max_steps
     end = gbnf_literal(f"{JOIN}()\n{END_OF_PLAN}")
     for k in range(first_step, last + 1):
@@ -255,22 +262,32 @@ def plan_grammar(
         named = [(t.name, c) for t in tool_list if (c := _call_rule(b, t, ref_rule, k, identifiers)) is not None]
         calls = [c for _, c in named]
         if not calls:
-            b.rules[f"step-{k}"] = f"{prefix} {end}"
-            if must:
-                b.rules[f"step-{k}-need"] = f"{prefix} {end}"
+            for mask in range(full + 1):
+                b.rules[state(k, mask)] = f"{prefix} {end}"
             continue
         call_rule = b.add(f"call-{k}", " | ".join(calls))
         b.rules[f"step-{k}"] = f'{prefix} ( {call_rule} "\\n" step-{k + 1} | {end} )'
-        if must:  # not yet called one of the required tools: no join, and one of them at the last step at latest
-            needed = [c for n, c in named if n in must]
-            others = [c for n, c in named if n not in must]
-            alts = [f'( {" | ".join(needed)} ) "\\n" step-{k + 1}'] if needed else []
-            if others and k + 1 < last:
-                alts.append(f'( {" | ".join(others)} ) "\\n" step-{k + 1}-need')
-            b.rules[f"step-{k}-need"] = f"{prefix} ( {' | '.join(alts)} )" if alts else f"{prefix} {end}"
+        for mask in range(1, full + 1):  # groups not yet served: no join, each served by the last step at latest
+            after: dict[int, list[str]] = {}
+            for name, call in named:
+                left = mask & ~sum(1 << i for i, g in enumerate(groups) if name in g)
+                after.setdefault(left, []).append(call)
+            alts = [f'( {" | ".join(cs)} ) "\\n" {state(k + 1, left)}' for left, cs in sorted(after.items())
+                    if bin(left).count("1") <= last - k - 1]
+            b.rules[state(k, mask)] = f"{prefix} ( {' | '.join(alts)} )" if alts else f"{prefix} {end}"
     body = "\n".join(lines + [f"{name} ::= {rule}" for name, rule in b.rules.items()]) + _COMMON
     check_gbnf(body)
     return body
+
+
+def _groups(required: Collection[str] | Sequence[Collection[str]]) -> list[frozenset[str]]:
+    """``required`` as groups of tool names (one group when it is a plain collection of names)."""
+    items = list(required)
+    if not items:
+        return []
+    if all(isinstance(i, str) for i in items):
+        return [frozenset(str(i) for i in items)]
+    return [frozenset(g) for g in items if not isinstance(g, str) and g]
 
 
 def _call_rule(b: _Builder, t: Tool, ref: str | None, step: int,

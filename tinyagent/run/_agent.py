@@ -221,13 +221,14 @@ class Agent:
                         if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
             usable = state.usable_tools
             unserved = unserved_channel(state.query, usable, plan.calls) if check else None
-            required = channel_senders(state.query, usable) if unserved else frozenset()
+            required = [channel_senders(state.query, usable)] if unserved else []
             if unserved:
                 invented.append(unserved)
-            elif check and (missing := unserved_item(state.query, usable, plan.calls)
-                            or unserved_clause(state.query, usable, plan.calls)):
-                invented.append(missing[0])
-                required = missing[1]
+            for missing in (unserved_item(state.query, usable, plan.calls),
+                            unserved_clause(state.query, usable, plan.calls)) if check else ():
+                if missing:  # (each: served by one of its tools in the next plan, with the sender)
+                    invented.append(missing[0])
+                    required.append(missing[1])
             if not invented or not again:
                 break
             reason = "; ".join(invented)
@@ -239,10 +240,10 @@ class Agent:
             # What the request rules out is left out of the grammar, and a request to send that sent nothing
             # sends this time: told alone, a small planner often writes the same plan again.
             state.avoid |= {c.name for c in plan.calls if ruled_out(c, earlier, state.offer.tools, state.query)}
-            state.required = required
+            state.required = tuple(required)
             first = plan
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
-            state.required = frozenset()
+            state.required = ()
             try:
                 model, completion, plan = await plan_once(setup.router, model, again_request, state.offer.tools)
             except PlanError as exc:  # the second plan is malformed: keep the first, repaired

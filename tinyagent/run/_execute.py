@@ -75,7 +75,7 @@ async def plan_and_execute(setup: RunSetup, state: RunState) -> Attempt:
     model = setup.router.select(stage, state.signals)
     first_step, prior = state.next_step, state.prior_steps
     request = planner_request(state, setup.settings, setup.router, model, first_step, prior)
-    state.required = frozenset()  # (for this plan only)
+    state.required = ()  # (for this plan only)
     started = time.perf_counter()
     model, raw = await call_model(setup.router, model, request, stage, state.result.notes)
     state.result.models.append(model.name)

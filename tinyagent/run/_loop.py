@@ -77,7 +77,7 @@ async def _unserved(setup: RunSetup, state: RunState, attempt: Attempt) -> bool:
     if reason is None:
         return False
     state.force_call = not attempt.plan.calls
-    state.required = channel_senders(state.query, usable)  # the replan sends, by that channel
+    state.required = (channel_senders(state.query, usable),)  # the replan sends, by that channel
     state.result.notes.append(f"plan: {reason}; planning again")
     note = replan_context(attempt.stream.parser.text.strip(), state.observations(), reason, state.next_step,
                           boundary=state.boundary)

@@ -97,11 +97,11 @@ def join_floors(settings: AgentSettings, first_step: int) -> tuple[Preference, .
 def plan_grammar_for(cache: dict[tuple[Any, ...], str], tools: Mapping[str, Tool], settings: AgentSettings,
                      first_step: int, prior_steps: tuple[int, ...],
                      identifiers: Mapping[str, Sequence[str]] | None = None,
-                     required: frozenset[str] = frozenset()) -> str:
+                     required: tuple[frozenset[str], ...] = ()) -> str:
     """The plan grammar, memoised in ``cache`` (the run's) per offered tool set, numbering, written identifiers
     (None: identifier parameters are not limited to them) and the tools one of which it must call."""
     ids = None if identifiers is None else tuple((k, tuple(v)) for k, v in sorted(identifiers.items()))
-    key = (tuple(tools), first_step, prior_steps, ids, tuple(sorted(required)))
+    key = (tuple(tools), first_step, prior_steps, ids, tuple(tuple(sorted(g)) for g in required))
     grammar = cache.get(key)
     if grammar is None:
         if len(cache) > _MAX_GRAMMARS:

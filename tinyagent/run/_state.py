@@ -72,7 +72,8 @@ class RunState:
         avoid: tools every later plan's grammar leaves out, because the request rules them out (a tool for an
             existing message where the request asks for a new one, one that sends by the other channel:
             :func:`~._repair.ruled_out`).
-        required: the next plan calls one of these before ``join`` (a request to send whose plan sent nothing).
+        required: groups of tools; the next plan calls one of each group before ``join`` (a request to send
+            whose plan sent nothing, a clause it did not serve).
         started: ``time.perf_counter()`` at the start.
     """
 
@@ -94,7 +95,7 @@ class RunState:
     force_call: bool = False
     banned: frozenset[str] = frozenset()
     avoid: frozenset[str] = frozenset()
-    required: frozenset[str] = frozenset()
+    required: tuple[frozenset[str], ...] = ()
     started: float = field(default_factory=time.perf_counter)
 
     @property

@@ -64,28 +64,21 @@ def test_a_clause_no_step_serves() -> None:
     assert unserved_clause("Text Alex that the reminder app is down", tools, texted) is None
 
 
-def test_the_plan_that_put_the_reminder_into_the_text_is_planned_again_with_a_reminder_required() -> None:
-    model = ScriptedModel([
-        '1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside and remind me to pay the bill")\n3. join()\n'
-        '<END_OF_PLAN>',
-        '1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside")\n3. reminderAdd(title="Pay the bill")\n'
-        '4. join()\n<END_OF_PLAN>',
-    ])
+_RIGHT = ('1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside")\n3. reminderAdd(title="Pay the bill")\n'
+          '4. join()\n<END_OF_PLAN>')
+
+
+@pytest.mark.parametrize(("first", "root"), [
+    # the reminder went into the text: a reminder required
+    ('1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside and remind me to pay the bill")\n3. join()\n'
+     '<END_OF_PLAN>', "root ::= step-1-need1"),
+    # neither sent nor reminded: both groups required together
+    ('1. phonebook(who="Alex")\n2. join()\n<END_OF_PLAN>', "root ::= step-1-need3"),
+])
+def test_an_unserved_clause_is_planned_again_with_its_tools_required(first: str, root: str) -> None:
+    model = ScriptedModel([first, _RIGHT])
     result = Agent(tools=_tools(), model=model).plan_sync(
         "Text Alex that I'm outside and remind me to pay the bill", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["phonebook", "sms", "reminderAdd"]
     assert "asks to remind" in model.requests[1].messages[-1]["content"]
-    assert "step-1-need" in (model.requests[1].grammar or "")
-
-
-def test_a_plan_that_neither_texts_nor_reminds_is_planned_again_with_both_required() -> None:
-    model = ScriptedModel([
-        '1. phonebook(who="Alex")\n2. join()\n<END_OF_PLAN>',
-        '1. phonebook(who="Alex")\n2. sms(to=[$1], body="outside")\n3. reminderAdd(title="Pay the bill")\n'
-        '4. join()\n<END_OF_PLAN>',
-    ])
-    result = Agent(tools=_tools(), model=model).plan_sync(
-        "Text Alex that I'm outside and remind me to pay the bill", today=TODAY)
-    assert [c.name for c in result.plan.calls] == ["phonebook", "sms", "reminderAdd"]
-    grammar = model.requests[1].grammar or ""
-    assert "root ::= step-1-need3" in grammar  # two groups unserved: the text and the reminder
+    assert root in (model.requests[1].grammar or "")

@@ -242,7 +242,7 @@ def test_plan_rows_with_a_scripted_model(cases: list[EvalCase], registry: Any) -
 def test_plan_rows_record_a_wrong_plan(cases: list[EvalCase], registry: Any) -> None:
     case = by_id(cases, "fn-0065")
     model = ScriptedModel(['1. calendar_add_event(event_name="Roadmap review", start_datetime="2027-03-18T16:00", '
-                           'attendee_emails=["liz@example.com"])\n2. join()\n<END_OF_PLAN>'])
+                           'attendee_emails=["organizer@example.com"])\n2. join()\n<END_OF_PLAN>'])
     rows = asyncio.run(plan_pa_proxy([case], bench.build_agent(registry, model, auto_examples=False), registry))
     assert rows[0]["dag"] is False and rows[0]["failure"] == "missing_lookup"
     assert rows[0]["date_format_ok"] is False

@@ -232,3 +232,28 @@ def test_python_m_shims_run_the_typer_commands(module: str) -> None:
                           timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"Usage: {' '.join(['tinyagent', *SHIMS[module]])} [OPTIONS]" in proc.stdout
+
+
+BENCH = re.compile(r"`(?:flock \S+ )?(?:nice -n \d+ )?python (benchmarks/\w+\.py)([^`]*)`")
+
+
+def _benchmark_commands() -> dict[str, set[str]]:
+    """Each ``python benchmarks/X.py ...`` command the docs show in backticks: the script and its options."""
+    uses: dict[str, set[str]] = {}
+    for doc in DOCS:
+        for match in BENCH.finditer(doc.read_text(encoding="utf-8").replace("\n", " ")):
+            uses.setdefault(match.group(1), set()).update(re.findall(r"(?<!\S)(--[\w-]+)", match.group(2)))
+    return uses
+
+
+def test_every_documented_benchmark_command_exists_with_its_options() -> None:
+    """The benchmarks take minutes to hours, so each documented one is checked with ``--help``: the script exists,
+    starts, and accepts every option the docs give it (the figures come from running them, see the results files)."""
+    uses = _benchmark_commands()
+    assert "benchmarks/bench_pa_proxy.py" in uses and "--cases" in uses["benchmarks/bench_pa_proxy.py"]
+    for script, options in sorted(uses.items()):
+        assert (ROOT / script).exists(), script
+        shown = subprocess.run([sys.executable, str(ROOT / script), "--help"], capture_output=True, text=True,
+                               timeout=300, cwd=ROOT)
+        assert shown.returncode == 0, (script, shown.stderr[-500:])
+        assert not [o for o in options if o not in shown.stdout], (script, options)

@@ -100,3 +100,12 @@ def test_a_lookup_by_the_address_it_should_find_goes() -> None:
     plan = Plan(calls=(Call(1, "who", {"name": "Nora"}), Call(2, "who", {"name": "Nora@example.com"}),
                        Call(3, "mail", {"to": [Ref(1)], "body": "brief"})))
     assert [c.name for c in tidy_plan(plan, tools, "Email Nora the brief")[0].calls] == ["who", "mail"]
+
+
+def test_a_recipient_that_is_another_steps_result_gets_a_lookup_of_the_one_name() -> None:
+    tools = _tools()
+    plan = Plan(calls=(Call(1, "room", {"topic": "Build"}), Call(2, "mail", {"to": [Ref(1)], "body": "green"})))
+    wired, notes = wire_results(plan, tools, request="Email Priya that the build is green again")
+    assert [c.name for c in wired.calls] == ["room", "who", "mail"]
+    assert wired.calls[1].args == {"name": "Priya"} and wired.calls[2].args["to"] == [Ref(2)] and notes
+    assert wire_results(plan, tools, request="Email Priya and Sam that it is green")[0] == plan  # which name?

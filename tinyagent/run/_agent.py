@@ -254,7 +254,7 @@ class Agent:
             # (after planning again: told why, the planner often fixes more than the made-up value)
             plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
             state.result.notes.extend(notes)
-            plan, notes = wire_results(plan, state.offer.tools, known)
+            plan, notes = wire_results(plan, state.offer.tools, known, state.query)
             state.result.notes.extend(notes)
             plan, notes = tidy_plan(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)

@@ -36,7 +36,8 @@ from .._tools import Tool
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "terms_in_request"]
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "request_names", "sole_finder",
+           "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -72,6 +73,18 @@ def _name_runs(request: str) -> list[list[str]]:
     if run:
         runs.append(run)
     return runs
+
+
+def request_names(request: str) -> list[str]:
+    """The names the request writes (runs of capitalised words, a sentence's opening word left out)."""
+    return list(dict.fromkeys(" ".join(run) for run in _name_runs(request)))
+
+
+def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str] | None:
+    """The one offered tool that finds identifiers of ``kind`` and takes one text argument, with that argument's
+    name; None when there is none, or more than one."""
+    finders = [t for t in tools.values() if lookup_kind(t) == kind and _one_text_param(t)]
+    return (finders[0].name, str(_one_text_param(finders[0]))) if len(finders) == 1 else None
 
 
 def name_in_request(value: str, request: str) -> str | None:

@@ -26,6 +26,7 @@ from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._lookups import lookup_kind, swap_lookups
+from ._producers import request_names, sole_finder
 from ._repair import documented_source, invented_identifiers
 
 __all__ = ["wire_results"]
@@ -65,7 +66,7 @@ def _takes(tool: Tool, producer: Tool, tools: Mapping[str, Tool]) -> str | None:
     return fits[0] if len(fits) == 1 else None
 
 
-def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "") -> tuple[Plan, list[str]]:
+def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request: str = "") -> tuple[Plan, list[str]]:
     """``plan`` with unused results passed where a later call's unset parameter takes them, references of the
     wrong kind in identifier lists replaced by the plan's lookups of the right kind, and made-up identifiers
     (not in ``known``) by its unused lookups; with notes."""
@@ -74,6 +75,8 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "") -> tupl
     notes: list[str] = []
     for call in calls:
         notes += _rewire_identifiers(call, args[call.id], calls, tools)
+    calls, found = _lookup_for_the_one_name(calls, args, tools, request)
+    notes += found
     for call in calls:
         notes += _fill_made_up(call, args, calls, tools, known)
     used = {r.step for a in args.values() for r in find_refs(a)}
@@ -96,6 +99,35 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "") -> tupl
         return plan, []
     swapped, swaps = swap_lookups(_in_order([Call(c.id, c.name, args[c.id]) for c in calls]), tools)
     return Plan(calls=tuple(swapped), answer=plan.answer), notes + swaps
+
+
+def _lookup_for_the_one_name(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
+                             request: str) -> tuple[list[Call], list[str]]:
+    """Where an identifier list still passes one step that finds no identifier (a document search's path as the
+    recipient of "Email Priya that ..."), the plan has no lookup of that kind, and the request writes exactly one
+    name: a lookup of that name, added (moved before the call by :func:`_in_order`)."""
+    names = request_names(request)
+    if len(names) != 1:
+        return calls, []
+    by_id = {c.id: c for c in calls}
+    for call in calls:
+        tool = tools.get(call.name)
+        props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
+        for name, value in args[call.id].items():
+            kind = identifier_kind(props.get(name) or {})
+            if kind is None or not isinstance(value, list):
+                continue
+            wrong = [v for v in value if isinstance(v, Ref) and v.step in by_id
+                     and lookup_kind(tools.get(by_id[v.step].name)) is None]
+            finder = sole_finder(kind, tools)
+            if len(wrong) != 1 or finder is None or any(lookup_kind(tools.get(c.name)) == kind for c in calls):
+                continue
+            new = Call(max(by_id) + 1, finder[0], {finder[1]: names[0]})
+            args[new.id] = dict(new.args)
+            args[call.id][name] = [Ref(new.id) if v == wrong[0] else v for v in value]
+            return [*calls, new], [f"plan: step {call.id} passed {wrong[0]} as {name}, which finds none; added "
+                                   f"{new.name}({finder[1]}={names[0]!r}) for it"]
+    return calls, []
 
 
 def _by_name(call: Call) -> bool:

@@ -38,10 +38,10 @@ _GIVEN = {"phone": re.compile(r"(?<![\w.])\+?\d[\d ().-]{5,}\d\b"),
           "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")}
 _WHAT = {"phone": "a text message (to phone numbers)", "email": "an e-mail (to e-mail addresses)"}
 KIND_WORDS = {"phone": "phone numbers", "email": "e-mail addresses"}
+"""How a note to the planner names each identifier kind."""
 # "email" with two letters swapped, one dropped or one doubled (not "mail", "emails", "female")
 _EMAIL_TYPO = re.compile(r"\b(?:emial|eamil|meail|emali|emai|emal|eail|emil|e-mial|e-mal|eemail|emmail|emaill)"
                          r"(?:ed|s)?\b", re.IGNORECASE)
-"""How a note to the planner names each identifier kind."""
 _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
 # A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu"), not a mention of the
 # channel ("I need the email for Maria", "Invite ann@x.org to lunch").
@@ -54,8 +54,7 @@ _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|
 def asked_channel(request: str) -> str | None:
     """``"phone"`` or ``"email"`` when the request speaks of exactly one of the two channels (by its words, else by
     the one kind of identifier it writes: an address or a number); else None."""
-    request = _EMAIL_TYPO.sub("email", request)  # "by emial", "eamil him"
-    found = [kind for kind, words in _WORDS.items() if words.search(request)]
+    found = _spoken_channels(request)
     if not found:
         undated = _DATE.sub(" ", request)
         found = [kind for kind, shape in _GIVEN.items()
@@ -136,8 +135,11 @@ def _asked_channels(request: str) -> list[str]:
     """The one channel the request asks for, or both where it speaks of both ("Text Victor ..., and email him
     ...")."""
     one = asked_channel(request)
-    if one is not None:
-        return [one]
+    return [one] if one is not None else _spoken_channels(request)
+
+
+def _spoken_channels(request: str) -> list[str]:
+    """The channels the request's words name ("by emial" and "eamil him" too)."""
     request = _EMAIL_TYPO.sub("email", request)
     return [kind for kind, words in _WORDS.items() if words.search(request)]
 

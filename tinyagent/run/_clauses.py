@@ -39,7 +39,7 @@ _NAME_WORD = re.compile(r"[a-z]+")
 
 def clause_verbs(request: str) -> list[str]:
     """The words that open the request's clauses, lower case ("remind" in "..., and remind me to ...")."""
-    return [m.group(1).lower() for m in _CLAUSE.finditer(request)]
+    return [verb for verb, _ in clause_heads(request)]
 
 
 def clause_heads(request: str) -> list[tuple[str, str]]:
@@ -69,8 +69,9 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
     if not called:
         return None
     for verb, head in dict.fromkeys(clause_heads(request)):
-        named = verb_tools(verb, tools) or (verb_tools(head, tools) if verb in _GENERIC else frozenset())
-        verb = verb if verb_tools(verb, tools) else f"{verb} {head}"
+        named = verb_tools(verb, tools)
+        if not named and verb in _GENERIC:
+            named, verb = verb_tools(head, tools), f"{verb} {head}"
         if named and not called & named:
             names = sorted(named)
             return (f"the request asks to {verb} (a clause opens with it), and no step does; "

@@ -146,11 +146,11 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
     schema: Mapping[str, Any] = (tool.parameters.get("properties") or {}).get(name) or {}
     kind = identifier_kind(schema)
     if kind is not None:
-        finders = [t for t in tools.values() if lookup_kind(t) == kind and _one_text_param(t)]
-        person = name_in_request(value, request) if len(finders) == 1 else None
-        if person is None:
+        finder = sole_finder(kind, tools)
+        person = name_in_request(value, request) if finder is not None else None
+        if finder is None or person is None:
             return None
-        return Call(0, finders[0].name, {str(_one_text_param(finders[0])): person})
+        return Call(0, finder[0], {finder[1]: person})
     source = documented_source(schema, tools)
     if source is None or source == tool.name or (param := _one_text_param(tools[source])) is None:
         return None

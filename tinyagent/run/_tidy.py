@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._lookups import lookup_kind
+from ._repair import drop_replaced
 
 __all__ = ["distinctive_words", "reads_only", "tidy_plan"]
 
@@ -83,10 +84,7 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
     if stray:
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (it only reads, its result "
                      "is not used, and the request does not ask for it)")
-        kept = [c for c in calls if c.id not in stray]
-        renumber = {c.id: i + 1 for i, c in enumerate(kept)}
-        calls = [Call(renumber[c.id], c.name, map_refs(c.args, lambda r: Ref(renumber.get(r.step, r.step))))
-                 for c in kept]
+        calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
     if not notes:
         return plan, []
     return Plan(calls=tuple(calls), answer=plan.answer), notes

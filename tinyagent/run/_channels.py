@@ -25,8 +25,8 @@ from .._formats import identifier_kind
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["KIND_WORDS", "asked_channel", "channel_problem", "channel_senders", "other_channel_senders", "senders",
-           "unserved_channel"]
+__all__ = ["KIND_WORDS", "asked_channel", "asks_question", "channel_problem", "channel_senders",
+           "other_channel_senders", "senders", "unserved_channel"]
 
 _WORDS = {
     "phone": re.compile(r"\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b(?!\s*(?:file|files|document|note|box|field))",
@@ -120,7 +120,7 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     sends by it, or a call sends; with calls, also when no clause opens with a verb of sending: "Invite
     ann@x.org to lunch" planned as an event only mentions the channel)."""
     wants = _asked_channels(request)
-    if not wants or _QUESTION.search(request) or request.rstrip().endswith("?"):
+    if not wants or asks_question(request):
         return None
     if (calls or len(wants) > 1) and not _SEND_VERB.search(request.strip()):
         return None  # (a plan that does something else for a request that only mentions the channel)
@@ -129,6 +129,11 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     if not right or any(c.name in sending for c in calls):  # (one that sends by the other: channel_problem)
         return None
     return f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step does; {_names(right)} that"
+
+
+def asks_question(request: str) -> bool:
+    """Whether the request is a question (it opens with a question word, or ends with "?")."""
+    return bool(_QUESTION.search(request)) or request.rstrip().endswith("?")
 
 
 def _asked_channels(request: str) -> list[str]:

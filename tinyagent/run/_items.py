@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from .._plan import Call
 from .._tools import Tool
-from ._channels import senders
+from ._channels import asks_question, senders
 from ._lookups import lookup_kind
 
 __all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
@@ -62,8 +62,6 @@ _POINTER = re.compile(
 _NAME_WORD = re.compile(r"[a-z]{4,}")
 _SPEAKS_OF = re.compile(rf"\b({_NOUN})\b{_NOT_THE_ITEM}", re.IGNORECASE)
 _CONTENT = re.compile(r":|\b(?:that|saying)\b")  # what a message says, not what the request acts on
-_QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
-                       re.IGNORECASE)
 _GENERIC = frozenset({"send", "sends", "gets", "returns", "makes", "creates", "takes", "uses", "lists", "finds",
                       "with", "from", "user", "users"})
 
@@ -72,8 +70,12 @@ _GENERIC = frozenset({"send", "sends", "gets", "returns", "makes", "creates", "t
 def _described(description: str, which: str) -> frozenset[str]:
     """The kinds the description's first sentence (what the tool does) calls existing or new; a later sentence
     ("The user is prompted before an existing note with the same title is replaced") is about something else."""
-    first = re.split(r"(?<=[.!?])\s+", description.strip(), maxsplit=1)[0]
-    return frozenset(_KIND_OF[m.group(1).lower()] for m in _DESCRIBED[which].finditer(first))
+    return frozenset(_KIND_OF[m.group(1).lower()] for m in _DESCRIBED[which].finditer(_first_sentence(description)))
+
+
+def _first_sentence(description: str) -> str:
+    """What the tool does: the description's first sentence."""
+    return re.split(r"(?<=[.!?])\s+", description.strip(), maxsplit=1)[0]
 
 
 def existing_kinds(tool: Tool) -> frozenset[str]:
@@ -121,8 +123,7 @@ def item_users(kind: str, tools: Mapping[str, Tool]) -> frozenset[str]:
     sending = senders(tools.values())
     out = set()
     for name, tool in tools.items():
-        first = re.split(r"(?<=[.!?])\s+", (tool.description or "").strip(), maxsplit=1)[0]
-        kinds = {_KIND_OF[m.group(1).lower()] for m in _SPEAKS_OF.finditer(first)}
+        kinds = {_KIND_OF[m.group(1).lower()] for m in _SPEAKS_OF.finditer(_first_sentence(tool.description or ""))}
         if kind in existing_kinds(tool) or (kind in kinds and kind not in new_kinds(tool) and name not in sending):
             out.add(name)
     return frozenset(out)
@@ -134,7 +135,7 @@ def unserved_item(request: str, tools: Mapping[str, Tool], calls: Iterable[Call]
     planned as a lookup and an e-mail) while offered tools act on such items; None otherwise, and for a question
     (which may ask about the item rather than act on it)."""
     calls = list(calls)
-    if not calls or _QUESTION.search(request) or request.rstrip().endswith("?"):
+    if not calls or asks_question(request):
         return None
     called = {c.name for c in calls}
     finds_addresses = any(lookup_kind(tools.get(name)) == "email" for name in called)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_verbs", "unserved_clause", "verb_tools"]
+__all__ = ["clause_heads", "clause_verbs", "name_words", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -48,6 +48,11 @@ def clause_heads(request: str) -> list[tuple[str, str]]:
     return [(m.group(1).lower(), (m.group(2) or "").lower()) for m in _CLAUSE.finditer(request)]
 
 
+def name_words(name: str) -> list[str]:
+    """A tool name's words, lower case (``reminderAdd`` and ``reminders_add_task`` alike)."""
+    return _NAME_WORD.findall(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower())
+
+
 def verb_tools(verb: str, tools: Mapping[str, Tool]) -> frozenset[str]:
     """The offered tools a word of whose name is ``verb`` or shares its first five letters or more with it
     ("remind" and ``reminders_add_task``); none for a verb that names many things."""
@@ -55,7 +60,7 @@ def verb_tools(verb: str, tools: Mapping[str, Tool]) -> frozenset[str]:
         return frozenset()
     out = set()
     for name in tools:
-        words = _NAME_WORD.findall(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower())
+        words = name_words(name)
         if any(w == verb or len(os.path.commonprefix([w, verb])) >= 5 for w in words if w not in _GENERIC):
             out.add(name)
     return frozenset(out)

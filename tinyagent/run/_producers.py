@@ -37,7 +37,7 @@ from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
 __all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "request_names", "sole_finder",
-           "terms_in_request"]
+           "swap_literals", "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -193,9 +193,9 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
                     else:
                         notes.append(f"plan: step {call.id} passed {name}={value!r}; passed step {made[key]}'s "
                                      "result instead")
-                    args[name] = _swap(args[name], value, Ref(made[key]))
+                    args[name] = swap_literals(args[name], {value: Ref(made[key])})
                 elif name not in tool.required:
-                    args[name] = _swap(args[name], value, None)
+                    args[name] = swap_literals(args[name], {value: None})
                     notes.append(f"plan: step {call.id} left out {name}={value!r} (made up, and optional)")
             args = {k: v for k, v in args.items() if not (k not in tool.required and v in ([], None))}
         numbers[call.id] = len(out) + 1
@@ -224,11 +224,12 @@ def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[st
     return out
 
 
-def _swap(value: Any, old: str, new: Ref | None) -> Any:
-    """``value`` with the literal ``old`` replaced by ``new`` (None: removed from a list, or the value gone)."""
+def swap_literals(value: Any, new: Mapping[str, Ref | None]) -> Any:
+    """``value`` with each literal in ``new`` replaced by its reference (None: removed from a list, or the value
+    gone)."""
     if isinstance(value, list):
-        return [new if v == old else v for v in value if not (v == old and new is None)]
-    return (None if new is None else new) if value == old else value
+        return [swap_literals(v, new) for v in value if not (isinstance(v, str) and v in new and new[v] is None)]
+    return new.get(value, value) if isinstance(value, str) else value
 
 
 def _call_text(call: Call) -> str:
@@ -277,11 +278,6 @@ def merge_lookups(first: Plan, second: Plan, tools: Mapping[str, Tool], known: s
     def renumber(ref: Ref) -> Ref:
         return Ref(ref.step + shift)
 
-    def swap(value: Any) -> Any:
-        if isinstance(value, list):
-            return [swap(v) for v in value]
-        return refs.get(value, value) if isinstance(value, str) else value
-
-    calls = [Call(c.id + shift, c.name, {k: swap(v) for k, v in map_refs(c.args, renumber).items()})
+    calls = [Call(c.id + shift, c.name, {k: swap_literals(v, refs) for k, v in map_refs(c.args, renumber).items()})
              for c in first.calls]
     return Plan(calls=(*lookups, *calls), answer=first.answer)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
+from ._clauses import name_words
 from ._lookups import lookup_kind
 from ._repair import drop_replaced
 
@@ -47,17 +48,13 @@ def reads_only(tool: Tool) -> bool:
     return bool(first) and first[0] in _READ_VERBS and not _ACTS.search(description)
 
 
-def _name_words(name: str) -> set[str]:
-    return set(_WORD.findall(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower()))
-
-
 def distinctive_words(name: str, tools: Mapping[str, Tool]) -> set[str]:
     """The words of a tool's name that no other offered tool's name has."""
     others: set[str] = set()
     for other in tools:
         if other != name:
-            others |= _name_words(other)
-    return {w for w in _name_words(name) - others if len(w) > 2}
+            others |= set(name_words(other))
+    return {w for w in set(name_words(name)) - others if len(w) > 2}
 
 
 def _said(words: set[str], request: str) -> bool:

@@ -26,7 +26,7 @@ from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._lookups import lookup_kind, swap_lookups
-from ._producers import request_names, sole_finder
+from ._producers import request_names, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
 
 __all__ = ["wire_results"]
@@ -184,16 +184,11 @@ def _fill_made_up(call: Call, args: dict[int, dict[str, Any]], calls: list[Call]
         return []
     refs = dict(zip(dict.fromkeys(made_up), (Ref(s) for s in spare), strict=True))
 
-    def swap(value: Any) -> Any:
-        if isinstance(value, list):
-            return [swap(v) for v in value]
-        return refs.get(value, value) if isinstance(value, str) else value
-
     tool = tools[call.name]
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
     for name, value in args[call.id].items():
         if identifier_kind(props.get(name) or {}) is not None:
-            args[call.id][name] = swap(value)
+            args[call.id][name] = swap_literals(value, refs)
     return [f"plan: step {call.id} passes the unused lookups {', '.join(f'${s}' for s in spare)} instead of "
             f"{', '.join(repr(v) for v in refs)}"]
 

@@ -82,3 +82,7 @@ def test_an_unserved_clause_is_planned_again_with_its_tools_required(first: str,
     assert [c.name for c in result.plan.calls] == ["phonebook", "sms", "reminderAdd"]
     assert "asks to remind" in model.requests[1].messages[-1]["content"]
     assert root in (model.requests[1].grammar or "")
+
+
+def test_chat_shorthand_reads_as_the_verb_it_stands_for() -> None:
+    assert clause_verbs("fwd the invoice to Grace pls, and sched a call") == ["forward", "schedule"]

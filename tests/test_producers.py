@@ -191,3 +191,21 @@ def test_real_planner_gets_the_lookup_for_a_name() -> None:
         assert post.args["to"] == [Ref(names.index("who_is") + 1)]
     finally:
         asyncio.run(model.aclose())
+
+
+def test_a_made_up_attachment_gets_the_one_tool_that_returns_a_path() -> None:
+    """No parameter names its source here: the one tool whose description says it returns a path, with one text
+    argument, gives it; with two such tools, neither is guessed."""
+    attach = {"type": "array", "items": {"type": "string"}, "description": "Local paths of files to attach."}
+    reply = openai_fn("answer", "Replies to a message.", {"about": TEXT, "body": TEXT, "files": attach},
+                      ["about", "body"])
+    finder = openai_fn("find_doc", "Searches documents. Returns the absolute path of the best match.",
+                       {"words": TEXT}, ["words"])
+    request = "Reply to Hannah about the deposit and attach the signed contract"
+    plan = Plan(calls=(Call(1, "answer", {"about": "Hannah", "body": "Paid.", "files": ["signed_contract.pdf"]}),))
+    fixed, notes = insert_producers(plan, ToolRegistry.from_openai([reply, finder]), request, request)
+    assert [c.name for c in fixed.calls] == ["find_doc", "answer"] and notes
+    assert fixed.calls[0].args == {"words": "signed contract"} and fixed.calls[1].args["files"] == [Ref(1)]
+    other = openai_fn("find_pic", "Searches photos. Returns the path of the best match.", {"words": TEXT}, ["words"])
+    two = ToolRegistry.from_openai([reply, finder, other])
+    assert [c.name for c in insert_producers(plan, two, request, request)[0].calls] == ["answer"]

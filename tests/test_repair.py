@@ -440,6 +440,14 @@ def test_a_reference_written_inside_an_identifier_string_is_a_reference_again() 
     assert fixed.calls[0].args == {"recipients": ["$1@example.com"], "text": "$1 off"}
 
 
+
+def test_an_identifier_string_that_names_several_steps_gives_each_once() -> None:
+    plan = _plan({"name": "contact_mail", "args": {"who": "Derek"}}, {"name": "contact_mail", "args": {"who": "Maya"}},
+                 {"name": "mail", "args": {"recipients": ["$1$2@acme.io", "$1,derek@x.io"], "text": "hi"}})
+    fixed, _ = _repair(plan, "Mail Derek and Maya hi")
+    assert fixed.calls[2].args["recipients"] == [Ref(1), Ref(2)]
+
+
 def test_a_made_up_address_beside_the_lookup_of_that_person_becomes_its_reference() -> None:
     plan = _plan({"name": "contact_mail", "args": {"who": "Zoë"}},
                  {"name": "mail", "args": {"recipients": ["zoë@example.com"], "text": "the draft is ready"}})

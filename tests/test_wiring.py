@@ -109,3 +109,19 @@ def test_a_recipient_that_is_another_steps_result_gets_a_lookup_of_the_one_name(
     assert [c.name for c in wired.calls] == ["room", "who", "mail"]
     assert wired.calls[1].args == {"name": "Priya"} and wired.calls[2].args["to"] == [Ref(2)] and notes
     assert wire_results(plan, tools, request="Email Priya and Sam that it is green")[0] == plan  # which name?
+
+
+def test_a_made_up_link_or_venue_takes_the_unused_rooms_url() -> None:
+    tools = _tools()
+    texted = Plan(calls=(Call(1, "room", {"topic": "Retro"}), Call(2, "mail", {
+        "to": ["nina@x.io"], "body": "Join here: https://example.com/room/123"})))
+    wired, notes = wire_results(texted, tools, known="Make a room for the retro and mail nina@x.io the link")
+    assert wired.calls[1].args["body"] == Ref(1) and notes
+    given = Plan(calls=(Call(1, "room", {"topic": "Retro"}), Call(2, "mail", {
+        "to": ["nina@x.io"], "body": "Join https://meet.example.org/abc"})))
+    request = "Make a room for the retro and mail nina@x.io https://meet.example.org/abc"
+    assert wire_results(given, tools, known=request)[0] == given  # the request's own link stays
+    zoom = Plan(calls=(Call(1, "room", {"topic": "Sync"}), Call(2, "event", {"title": "Sync", "where": "Zoom"})))
+    assert wire_results(zoom, tools, known="Set up a video call for the sync")[0].calls[1].args["where"] == Ref(1)
+    hq = Plan(calls=(Call(1, "room", {"topic": "Sync"}), Call(2, "event", {"title": "Sync", "where": "HQ"})))
+    assert wire_results(hq, tools, known="A video room and a sync at HQ")[0] == hq  # the request says HQ

@@ -35,6 +35,9 @@ at by of and or text email mail message sms write list lists search note notes f
 tasks item items user update change move remove delete start stop run return returns current date time day
 """))
 _NAME_WORD = re.compile(r"[a-z]+")
+# Chat shorthand for verbs ("fwd the invoice email to Grace"), read as the words they stand for.
+_SHORT = {"fwd": "forward", "fw": "forward", "msg": "message", "sched": "schedule", "rmnd": "remind",
+          "txt": "text", "summarise": "summarize"}
 
 
 def clause_verbs(request: str) -> list[str]:
@@ -45,7 +48,8 @@ def clause_verbs(request: str) -> list[str]:
 def clause_heads(request: str) -> list[tuple[str, str]]:
     """Each clause's opening word and the first word of what follows it past a particle, an article or a
     possessive ("set up a video meeting" gives ``("set", "video")``; "" where nothing follows)."""
-    return [(m.group(1).lower(), (m.group(2) or "").lower()) for m in _CLAUSE.finditer(request)]
+    return [(_SHORT.get(m.group(1).lower(), m.group(1).lower()), (m.group(2) or "").lower())
+            for m in _CLAUSE.finditer(request)]
 
 
 def name_words(name: str) -> list[str]:

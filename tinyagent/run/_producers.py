@@ -36,13 +36,16 @@ from .._tools import Tool
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "request_names", "sole_finder",
-           "swap_literals", "terms_in_request"]
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "path_source", "request_names",
+           "sole_finder", "swap_literals", "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 _SPLIT = re.compile(r"[^a-z]+")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+_FILE_PATHS = re.compile(r"\b(?:file|document|attach\w*)s?\b.*\bpaths?\b|\bpaths?\b.*\b(?:file|document|attach\w*)s?\b",
+                         re.IGNORECASE)
+_RETURNS_PATH = re.compile(r"\breturns?\b[^.]*\bpaths?\b", re.IGNORECASE)
 
 
 def _fold(text: str) -> str:
@@ -78,6 +81,21 @@ def _name_runs(request: str) -> list[list[str]]:
 def request_names(request: str) -> list[str]:
     """The names the request writes (runs of capitalised words, a sentence's opening word left out)."""
     return list(dict.fromkeys(" ".join(run) for run in _name_runs(request)))
+
+
+def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | None:
+    """The offered tool a file-path parameter's values come from: the one its description names, else, for a
+    parameter described as paths of files or documents ("Local paths of files to attach"), the one offered tool
+    that returns a path and takes one text argument (a file search); None when there is none, or more than one."""
+    source = documented_source(schema, tools)
+    if source is not None:
+        return source
+    items: Mapping[str, Any] = schema.get("items") or {}
+    if not _FILE_PATHS.search(f"{schema.get('description', '')} {items.get('description', '')}"):
+        return None
+    finders = [t.name for t in tools.values()
+               if _one_text_param(t) and _RETURNS_PATH.search(f"{t.description} {t.returns or ''}")]
+    return finders[0] if len(finders) == 1 else None
 
 
 def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str] | None:
@@ -151,7 +169,7 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
         if finder is None or person is None:
             return None
         return Call(0, finder[0], {finder[1]: person})
-    source = documented_source(schema, tools)
+    source = path_source(schema, tools)
     if source is None or source == tool.name or (param := _one_text_param(tools[source])) is None:
         return None
     terms = terms_in_request(value, request)
@@ -208,7 +226,7 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
 
 def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
     """The ``(parameter, value)`` literals of ``call`` that nothing gives: identifiers not in ``known``, and values
-    of parameters that name their source tool, not in ``known``."""
+    of parameters that name their source tool or hold file paths (:func:`path_source`), not in ``known``."""
     tool = tools.get(call.name)
     if tool is None:
         return []
@@ -216,7 +234,7 @@ def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[st
     text = known.lower()
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
     for name, value in call.args.items():
-        source = documented_source(props.get(name) or {}, tools)
+        source = path_source(props.get(name) or {}, tools)
         if source is None or source == call.name or identifier_kind(props.get(name) or {}) is not None:
             continue
         leaves = value if isinstance(value, list) else [value]

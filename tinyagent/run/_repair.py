@@ -442,11 +442,13 @@ def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
 
 
 _QUOTED_REF = re.compile(r"\$(\d+)(?:@[\w.-]*)?")
+_EMBEDDED_REF = re.compile(r"\$(\d+)")
 
 
 def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> Call:
     """``call`` with an earlier step's reference written inside a string of an identifier parameter made a
-    reference again: ``attendee_emails=["$1@example.com"]`` or ``to="$2"`` after a lookup at step 1 or 2."""
+    reference again: ``attendee_emails=["$1@example.com"]`` or ``to="$2"`` after a lookup at step 1 or 2; in a
+    list, a string that names several (``"$1$2@acme.io"``, ``"$1,marta@example.com"``) gives each once."""
     tool = tools.get(call.name)
     if tool is None:
         return call
@@ -454,7 +456,12 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
 
     def fix(value: Any) -> Any:
         if isinstance(value, list):
-            return [fix(v) for v in value]
+            out: list[Any] = []
+            for item in value:
+                named = [Ref(int(k)) for k in _EMBEDDED_REF.findall(item)] if isinstance(item, str) else []
+                named = [r for r in named if r.step in earlier]
+                out += [r for r in named if r not in out] if named else [fix(item)]
+            return out
         if isinstance(value, str) and (m := _QUOTED_REF.fullmatch(value.strip())) and int(m.group(1)) in earlier:
             return Ref(int(m.group(1)))
         return value

@@ -89,7 +89,9 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
             if call.id == step.id or tool is None or _depends(step.id, call.id, args):
                 continue  # (a later step is moved before the call: see _in_order)
             name = _takes(tool, producer, tools)
-            if name is not None and args[call.id].get(name) in (None, "", []):
+            if name is None and _returned_noun(producer) in ("url", "link"):
+                name = _made_up_url(args[call.id], known)  # "Join here: https://example.com/room/123"
+            if name is not None and _unset_or_made_up(args[call.id].get(name), known):
                 schema = (tool.parameters.get("properties") or {}).get(name) or {}
                 args[call.id][name] = [Ref(step.id)] if schema.get("type") == "array" else Ref(step.id)
                 used.add(step.id)
@@ -99,6 +101,25 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
         return plan, []
     swapped, swaps = swap_lookups(_in_order([Call(c.id, c.name, args[c.id]) for c in calls]), tools)
     return Plan(calls=tuple(swapped), answer=plan.answer), notes + swaps
+
+
+_URL = re.compile(r"\bhttps?://[^\s\"'<>)]+", re.IGNORECASE)
+
+
+def _made_up_url(args: Mapping[str, Any], known: str) -> str | None:
+    """The one text parameter whose value writes a URL that ``known`` does not: the planner wrote a link where a
+    step's URL goes."""
+    names = [name for name, value in args.items() if isinstance(value, str)
+             and any(url.lower() not in known.lower() for url in _URL.findall(value))]
+    return names[0] if len(names) == 1 else None
+
+
+def _unset_or_made_up(value: Any, known: str) -> bool:
+    """Whether a parameter's value is unset, or a text no word of ``known`` gives (a venue "Zoom" for "a video
+    meeting"): either way, a result the plan made and left unused is the better value."""
+    if value in (None, "", []):
+        return True
+    return bool(known) and isinstance(value, str) and value.strip().lower() not in known.lower()
 
 
 def _lookup_for_the_one_name(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],

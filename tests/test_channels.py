@@ -74,6 +74,17 @@ def test_an_empty_plan_is_unserved_only_for_a_request_to_send() -> None:
     assert channel_senders(both, tools) == {"post", "buzz"}  # either will do for the grammar
 
 
+def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_other() -> None:
+    tools = _tools()
+    both = "Text Victor that the review moved, and email him the deck too"
+    mailed = [Call(1, "post", {"to": ["$1"], "body": "moved"})]
+    assert "no step sends a text message" in (unserved_channel(both, tools, mailed) or "")
+    assert channel_senders(both, tools, mailed) == {"buzz"}  # the grammar must now text
+    sent = [*mailed, Call(2, "buzz", {"numbers": ["1"], "body": "moved"})]
+    assert unserved_channel(both, tools, sent) is None
+    assert unserved_channel("Email Ann the text of my note", tools, mailed) is None  # no clause texts
+
+
 def test_agent_plan_replans_a_text_sent_as_an_email() -> None:
     model = ScriptedModel([
         '1. who_mail(who="Bob")\n2. post(to=[$1], body="happy birthday!")\n3. join()\n<END_OF_PLAN>',

@@ -14,8 +14,16 @@ from _helpers_tools import TEXT, openai_fn
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
 from tinyagent.models import ScriptedModel
+from tinyagent.run._clauses import clause_text, verb_tools
 from tinyagent.run._dangling import cut_plan_text, dangling_problem
-from tinyagent.run._producers import dropped_actions, insert_producers, merge_lookups, name_in_request, terms_in_request
+from tinyagent.run._producers import (
+    dropped_actions,
+    insert_producers,
+    merge_lookups,
+    merge_served,
+    name_in_request,
+    terms_in_request,
+)
 
 TODAY = dt.date(2026, 12, 1)
 ADDRESSES = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses of the recipients."}
@@ -209,3 +217,26 @@ def test_a_made_up_attachment_gets_the_one_tool_that_returns_a_path() -> None:
     other = openai_fn("find_pic", "Searches photos. Returns the path of the best match.", {"words": TEXT}, ["words"])
     two = ToolRegistry.from_openai([reply, finder, other])
     assert [c.name for c in insert_producers(plan, two, request, request)[0].calls] == ["answer"]
+
+
+def test_what_the_second_plan_added_for_an_unserved_clause_joins_the_first() -> None:
+    """Told that no step reminds, the planner wrote a reminder for every clause and dropped the text message: the
+    first plan stays, with the reminder that matches the remind clause, and that clause cut from the message."""
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("buzz", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+        openai_fn("reminderAdd", "Adds a to-do item.", {"title": TEXT, "due": TEXT}, ["title"]),
+    ])
+    request = "Text Ines that dinner's at 8 and to bring wine, and remind me to buy dessert at 5pm."
+    first = Plan(calls=(Call(1, "phonebook", {"who": "Ines"}), Call(2, "buzz", {
+        "to": [Ref(1)], "body": "Dinner's at 8 and to bring wine, and remind me to buy dessert at 5pm"})))
+    second = Plan(calls=(Call(1, "reminderAdd", {"title": "Dinner at 8"}), Call(2, "reminderAdd", {
+        "title": "Bring wine"}), Call(3, "reminderAdd", {"title": "Buy dessert", "due": "17:00"})))
+    group = verb_tools("remind", tools)
+    merged = merge_served(first, second, [group], [clause_text(request, tools, group)])
+    assert merged is not None
+    assert [c.name for c in merged.calls] == ["phonebook", "buzz", "reminderAdd"]
+    assert merged.calls[1].args["body"] == "Dinner's at 8 and to bring wine"
+    assert merged.calls[2].args == {"title": "Buy dessert", "due": "17:00"}
+    assert merge_served(first, first, [group], [None]) is None  # nothing added

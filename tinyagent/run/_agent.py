@@ -21,12 +21,12 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
-from ._clauses import unserved_clause
+from ._clauses import clause_text, unserved_clause
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
 from ._plan import plan_once, planner_request
-from ._producers import dropped_actions, insert_producers, merge_lookups
+from ._producers import dropped_actions, insert_producers, merge_lookups, merge_served
 from ._repair import call_problem, known_text, repair_plan, ruled_out
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import STOP_PREF, AgentSettings
@@ -208,6 +208,7 @@ class Agent:
         call passes one the request does not give (the second plan is kept either way)."""
         known = known_text(state.query, state.history)
         first: Plan | None = None
+        asked: tuple[frozenset[str], ...] = ()
         for again in (True, False):
             plan, notes = repair_plan(plan, request, state.query, state.today, state.offer.tools,
                                       identifiers=self.settings.given_identifiers,
@@ -215,13 +216,13 @@ class Agent:
             state.result.notes.extend(notes)
             check = self.settings.given_identifiers
             if first is not None and self.settings.last_plan_repairs:
-                plan = self._not_worse(state, first, plan, known)
+                plan = self._not_worse(state, first, plan, known, asked)
             earlier = {c.id: c for c in plan.calls}
             invented = [bad for c in plan.calls
                         if check and (bad := call_problem(c, earlier, state.offer.tools, known, state.query))]
             usable = state.usable_tools
             unserved = unserved_channel(state.query, usable, plan.calls) if check else None
-            required = [channel_senders(state.query, usable)] if unserved else []
+            required = [channel_senders(state.query, usable, plan.calls)] if unserved else []
             if unserved:
                 invented.append(unserved)
             for missing in (unserved_item(state.query, usable, plan.calls),
@@ -240,7 +241,7 @@ class Agent:
             # What the request rules out is left out of the grammar, and a request to send that sent nothing
             # sends this time: told alone, a small planner often writes the same plan again.
             state.avoid |= {c.name for c in plan.calls if ruled_out(c, earlier, state.offer.tools, state.query)}
-            state.required = tuple(required)
+            state.required = asked = tuple(required)
             first = plan
             again_request = planner_request(state, self.settings, setup.router, model, 1, ())
             state.required = ()
@@ -261,17 +262,21 @@ class Agent:
         return model, completion, plan, request
 
     @staticmethod
-    def _not_worse(state: RunState, first: Plan, second: Plan, known: str) -> Plan:
+    def _not_worse(state: RunState, first: Plan, second: Plan, known: str,
+                   asked: tuple[frozenset[str], ...] = ()) -> Plan:
         """The second plan, unless it dropped an action of the first (planning again answered only the reason):
-        then the first, with the identifiers it made up taken from the second plan's new lookups where they
-        match."""
+        then the first, with what the second added for the needs it was planned again for (``asked``), and with
+        the identifiers it made up taken from the second plan's new lookups where they match."""
         dropped = dropped_actions(first, second, state.offer.tools, frozenset(state.avoid))
         if not dropped:
             return second
-        merged = merge_lookups(first, second, state.offer.tools, known)
+        served = merge_served(first, second, asked, [clause_text(state.query, state.offer.tools, g) for g in asked])
+        base = served or first
+        merged = merge_lookups(base, second, state.offer.tools, known)
         state.result.notes.append(f"plan: the second plan dropped {', '.join(dropped)}; kept the first"
+                                  + (" with what the second added for the request" if served else "")
                                   + (" with the second's lookups" if merged else ""))
-        return merged or first
+        return merged or base
 
     async def warm(self) -> int:
         """Evaluate the planner prompt's static start (rules, and the tools where every request gets the same ones)

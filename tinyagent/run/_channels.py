@@ -92,11 +92,18 @@ def channel_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
             f"{' and '.join(KIND_WORDS[k] for k in sorted(kinds))}; {_names(right)} that")
 
 
-def channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+def channel_senders(request: str, tools: Mapping[str, Tool], calls: Iterable[Call] = ()) -> frozenset[str]:
     """The offered tools that send by the channel the request asks for, or by either where it asks for both
-    (empty: it names neither)."""
+    (empty: it names neither); where it asks for both and ``calls`` send by one, those that send by the other."""
+    sending = senders(tools.values())
     wants = set(_asked_channels(request))
-    return frozenset(name for name, k in senders(tools.values()).items() if k & wants) if wants else frozenset()
+    wants = (wants - _sent(calls, sending)) or wants
+    return frozenset(name for name, k in sending.items() if k & wants) if wants else frozenset()
+
+
+def _sent(calls: Iterable[Call], sending: Mapping[str, frozenset[str]]) -> set[str]:
+    """The channels ``calls`` send by."""
+    return {kind for c in calls for kind in sending.get(c.name, frozenset())}
 
 
 def other_channel_senders(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:
@@ -126,7 +133,18 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
         return None  # (a plan that does something else for a request that only mentions the channel)
     sending = senders(tools.values())
     right = sorted(name for name, k in sending.items() if k & set(wants))
-    if not right or any(c.name in sending for c in calls):  # (one that sends by the other: channel_problem)
+    if not right:
+        return None
+    calls = list(calls)
+    sent = _sent(calls, sending)
+    missing = [w for w in wants if w not in sent]
+    # "Text Victor that ..., and email him the deck": a clause opens with the unsent channel's verb
+    if sent and len(wants) > 1 and missing and any(_WORDS[missing[0]].fullmatch(m.group().split()[-1].strip(",;:.!"))
+                                                   for m in _SEND_VERB.finditer(request)):
+        right = sorted(name for name, k in sending.items() if k & set(missing))
+        return (f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step sends "
+                f"{_WHAT[missing[0]]}; {_names(right)} that") if right else None
+    if sent or any(c.name in sending for c in calls):  # (one that sends by the other: channel_problem)
         return None
     return f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step does; {_names(right)} that"
 

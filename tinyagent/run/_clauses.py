@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_verbs", "name_words", "unserved_clause", "verb_tools"]
+__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -50,6 +50,20 @@ def clause_heads(request: str) -> list[tuple[str, str]]:
     possessive ("set up a video meeting" gives ``("set", "video")``; "" where nothing follows)."""
     return [(_SHORT.get(m.group(1).lower(), m.group(1).lower()), (m.group(2) or "").lower())
             for m in _CLAUSE.finditer(request)]
+
+
+def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) -> str | None:
+    """The words of the request's clause whose verb names the tools ``group`` ("remind me to buy dessert at 5pm"
+    in "Text Ines that dinner's at 8, and remind me to buy dessert at 5pm"), from its verb to the next clause;
+    None when no clause names them."""
+    matches = list(_CLAUSE.finditer(request))
+    for i, match in enumerate(matches):
+        verb, head = _SHORT.get(match.group(1).lower(), match.group(1).lower()), (match.group(2) or "").lower()
+        named = verb_tools(verb, tools) or (verb_tools(head, tools) if verb in _GENERIC else frozenset())
+        if named and named == group:
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
+            return request[match.start(1):end].strip(" ,;.!?")
+    return None
 
 
 def name_words(name: str) -> list[str]:

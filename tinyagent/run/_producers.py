@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._formats import identifier_kind
@@ -36,8 +36,8 @@ from .._tools import Tool
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "name_in_request", "path_source", "request_names",
-           "sole_finder", "swap_literals", "terms_in_request"]
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "path_source",
+           "request_names", "sole_finder", "swap_literals", "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -299,3 +299,67 @@ def merge_lookups(first: Plan, second: Plan, tools: Mapping[str, Tool], known: s
     calls = [Call(c.id + shift, c.name, {k: swap_literals(v, refs) for k, v in map_refs(c.args, renumber).items()})
              for c in first.calls]
     return Plan(calls=(*lookups, *calls), answer=first.answer)
+
+
+def merge_served(first: Plan, second: Plan, groups: Sequence[frozenset[str]],
+                 clauses: Sequence[str | None]) -> Plan | None:
+    """``first`` with what ``second`` added for the needs it was planned again for: for each group of tools
+    ``first`` calls none of and ``second`` does, the ``second`` call of that group whose words best match the
+    group's clause (``clauses``, one per group; None: any), with the steps it passes; and the clause's words cut
+    from ``first``'s texts ("... bring wine, and remind me to buy dessert" was one text message). None when
+    nothing is added.
+
+    Told "the request asks to remind, and no step does", the 1.5B often writes only the reminders, and of every
+    clause ("Dinner at 8", "Bring wine", "Buy dessert"): the text message it dropped was right.
+    """
+    called = {c.name for c in first.calls}
+    by_id = {c.id: c for c in second.calls}
+    calls = list(first.calls)
+    have = {(c.name, repr(sorted(c.args.items()))): c.id for c in calls}
+    numbers: dict[int, int] = {}
+    cut: list[str] = []
+
+    def take(step: int) -> int:
+        """The step of the merged plan that gives ``second``'s step ``step`` (taken along, with its own inputs)."""
+        if step not in numbers:
+            call = by_id[step]
+            args = dict(map_refs(call.args, lambda r: Ref(take(r.step)) if r.step in by_id else r))
+            key = (call.name, repr(sorted(args.items())))
+            if key not in have:
+                calls.append(Call(len(calls) + 1, call.name, args))
+                have[key] = len(calls)
+            numbers[step] = have[key]
+        return numbers[step]
+
+    for group, clause in zip(groups, clauses, strict=True):
+        options = [c for c in second.calls if c.name in group]
+        if called & group or not options:
+            continue
+        wanted = _content_words(clause or "")
+        best = max(options, key=lambda c: len(_content_words(repr(c.args)) & wanted))  # (ties: the first)
+        take(best.id)
+        if clause:
+            cut.append(clause)
+    if len(calls) == len(first.calls):
+        return None
+    trimmed = [Call(c.id, c.name, {k: _cut_clauses(v, cut) for k, v in c.args.items()}) if c.id <= len(first.calls)
+               else c for c in calls]
+    return Plan(calls=tuple(trimmed), answer=first.answer)
+
+
+_CONTENT = re.compile(r"[a-z0-9]{3,}")
+_FILLER = frozenset(["the", "and", "for", "with", "that", "this", "from", "you", "your", "me", "my", "to"])
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _CONTENT.findall(text.lower()) if w not in _FILLER}
+
+
+def _cut_clauses(value: Any, clauses: Sequence[str]) -> Any:
+    """A text without another clause of the request that it wrote out whole (and the "and" before it)."""
+    if not isinstance(value, str):
+        return value
+    for clause in clauses:
+        cut = re.sub(rf"[,;]?\s*(?:and\s+|then\s+)?{re.escape(clause)}[.!]?", "", value, flags=re.IGNORECASE)
+        value = cut.strip() or value
+    return value

@@ -125,3 +125,19 @@ def test_a_made_up_link_or_venue_takes_the_unused_rooms_url() -> None:
     assert wire_results(zoom, tools, known="Set up a video call for the sync")[0].calls[1].args["where"] == Ref(1)
     hq = Plan(calls=(Call(1, "room", {"topic": "Sync"}), Call(2, "event", {"title": "Sync", "where": "HQ"})))
     assert wire_results(hq, tools, known="A video room and a sync at HQ")[0] == hq  # the request says HQ
+
+
+def test_a_message_that_repeats_the_events_invitations_goes_unless_the_request_names_a_channel() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("who", "Finds a person's e-mail address.", {"name": TEXT}, ["name"]),
+        openai_fn("event", "Creates an entry in the calendar and sends invitations to any attendees.",
+                  {"title": TEXT, "guests": {**ADDRESSES, "description": "E-mail addresses to invite."}}, ["title"]),
+        openai_fn("mail", "Composes an e-mail and delivers it.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "who", {"name": "Tom"}), Call(2, "event", {"title": "Lunch", "guests": [Ref(1)]}),
+                       Call(3, "mail", {"to": [Ref(1)], "body": "Lunch on Friday!"})))
+    tidy, notes = tidy_plan(plan, tools, "Schedule lunch with Tom on Friday and send him an invite")
+    assert [c.name for c in tidy.calls] == ["who", "event"] and notes
+    assert tidy_plan(plan, tools, "Schedule lunch with Tom on Friday and email him the menu")[0] == plan

@@ -9,6 +9,10 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
   tools' names ("agenda", "availability"): its result would only reach the answer, which nobody asked for.
 * **A lookup by an address.** An unused lookup of a contact by an e-mail address (``person_name="nora@example.com"``)
   looks up what it should have found.
+* **A message that repeats an invitation.** A call that sends a message (:func:`~._channels.senders`) to exactly
+  the people another call of the plan invites, whose tool says it sends invitations ("Creates an entry ... and
+  sends invitations to any attendees"), when the request names no channel ("... and send them both invites"):
+  the invitations were the message.
 * **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
   to it go to the first, and it goes.
 
@@ -22,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
+from ._channels import asked_channel, senders
 from ._clauses import name_words
 from ._lookups import lookup_kind
 from ._repair import drop_replaced
@@ -36,6 +41,8 @@ _ACTS = re.compile(r"\b(?:sends?|deliver|creates?|adds?|stores?|saves?|deletes?|
 _QUESTION = re.compile(r"\?|(?:^|[.!;]\s+)(?:what|which|who|whom|whose|when|where|why|how|is|are|am|do|does|did|"
                        r"can|could|will|should|any)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
+_INVITES = re.compile(r"\bsends? (?:an? |the )?invit", re.IGNORECASE)
+_CHANNEL_WORDS = re.compile(r"\b(?:e-?mail|mail|text|sms|message)", re.IGNORECASE)
 
 
 def reads_only(tool: Tool) -> bool:
@@ -77,10 +84,10 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
             continue
         numbers[call.id] = first_of[key] = len(calls) + 1
         calls.append(Call(len(calls) + 1, call.name, args))
-    stray = _stray_reads(calls, tools, request)
+    stray = _stray_reads(calls, tools, request) | _repeated_invitations(calls, tools, request)
     if stray:
-        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (it only reads, its result "
-                     "is not used, and the request does not ask for it)")
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used, "
+                     "and the request does not ask for it: it only reads, or repeats an invitation)")
         calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
     if not notes:
         return plan, []
@@ -107,4 +114,22 @@ def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str)
             out.add(call.id)
     if len(out) == len(calls):
         return set()
+    return out
+
+
+def _repeated_invitations(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused messages to exactly the people another call invites (whose tool sends the invitations), when the
+    request names no channel to send by."""
+    if _CHANNEL_WORDS.search(request) or asked_channel(request) is not None:
+        return set()
+    sending = senders(tools.values())
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    invited = [frozenset(find_refs(c.args)) for c in calls
+               if c.name in tools and _INVITES.search(tools[c.name].description or "") and c.name not in sending]
+    out = set()
+    for call in calls:
+        if call.name in sending and call.id not in used:
+            recipients = frozenset(r for v in call.args.values() if isinstance(v, list) for r in find_refs(v))
+            if recipients and any(recipients <= refs for refs in invited):
+                out.add(call.id)
     return out

@@ -11,7 +11,7 @@ from _helpers_tools import TEXT, openai_fn
 from tinyagent import Agent, ToolRegistry
 from tinyagent._plan import Call, Ref
 from tinyagent.models import ScriptedModel
-from tinyagent.run._clauses import clause_verbs, unserved_clause, verb_tools
+from tinyagent.run._clauses import clause_verbs, kindred, unserved_clause, verb_tools
 
 TODAY = dt.date(2026, 12, 1)
 NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
@@ -86,3 +86,32 @@ def test_an_unserved_clause_is_planned_again_with_its_tools_required(first: str,
 
 def test_chat_shorthand_reads_as_the_verb_it_stands_for() -> None:
     assert clause_verbs("fwd the invoice to Grace pls, and sched a call") == ["forward", "schedule"]
+
+
+def _mail_tools() -> ToolRegistry:
+    match = {"type": "string", "description": "Words of the message's subject or sender."}
+    return ToolRegistry.from_openai([
+        openai_fn("forward", "Forwards a message to new recipients.", {"match": match, "to": {
+            "type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}}, ["match", "to"]),
+        openai_fn("reply", "Replies to a message.", {"match": match, "body": TEXT}, ["match", "body"]),
+        openai_fn("reminderAdd", "Adds a to-do item.", {"title": TEXT, "due": TEXT}, ["title"]),
+        openai_fn("sms", "Sends an SMS to phone numbers.", {"to": NUMBERS, "body": TEXT}, ["to", "body"]),
+    ])
+
+
+def test_tools_are_kindred_by_a_distinctive_name_word_or_a_shared_parameter() -> None:
+    tools = _mail_tools()
+    assert kindred(tools, "forward", "reply")  # both take the message's match
+    assert not kindred(tools, "sms", "reminderAdd") and not kindred(tools, "sms", "missing")
+
+
+def test_a_second_plan_that_swaps_a_kindred_tool_for_the_required_one_is_kept() -> None:
+    """A forward for "Reply to ...", planned again with the reply required: the forward is what was wrong."""
+    first = ('1. forward(match="Coach Rivera", to=["mia@x.io"])\n2. reminderAdd(title="Pack cleats")\n3. join()\n'
+             '<END_OF_PLAN>')
+    second = ('1. reply(match="Coach Rivera", body="Mia can make it")\n2. reminderAdd(title="Pack cleats")\n'
+              '3. join()\n<END_OF_PLAN>')
+    model = ScriptedModel([first, second])
+    result = Agent(tools=_mail_tools(), model=model).plan_sync(
+        "Reply to Coach Rivera's email saying Mia can make it, and remind me to pack her cleats", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["reply", "reminderAdd"]

@@ -21,7 +21,7 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
-from ._clauses import clause_text, unserved_clause
+from ._clauses import clause_text, kindred, unserved_clause
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
@@ -268,7 +268,9 @@ class Agent:
         then the first, with what the second added for the needs it was planned again for (``asked``), and with
         the identifiers it made up taken from the second plan's new lookups where they match."""
         dropped = dropped_actions(first, second, state.offer.tools, frozenset(state.avoid))
-        if not dropped:
+        swapped = {c.name for c in second.calls if any(c.name in group for group in asked)}
+        dropped = [name for name in dropped if not any(kindred(state.offer.tools, name, s) for s in swapped)]
+        if not dropped:  # (one dropped for the tool it was planned again to call is the fix: a forward for a reply)
             return second
         served = merge_served(first, second, asked, [clause_text(state.query, state.offer.tools, g) for g in asked])
         base = served or first

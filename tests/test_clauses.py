@@ -115,3 +115,17 @@ def test_a_second_plan_that_swaps_a_kindred_tool_for_the_required_one_is_kept() 
     result = Agent(tools=_mail_tools(), model=model).plan_sync(
         "Reply to Coach Rivera's email saying Mia can make it, and remind me to pack her cleats", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["reply", "reminderAdd"]
+
+
+def test_a_verb_no_name_says_is_read_from_a_descriptions_nouns_of_action() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("calendar_add", "Creates an entry in the calendar and sends invitations to the attendees.",
+                  {"title": TEXT}, ["title"]),
+        openai_fn("contacts_lookup", "Finds a person in the address book.", {"who": TEXT}, ["who"]),
+        openai_fn("agenda", "Returns every entry scheduled on a day.", {"day": TEXT}, ["day"]),
+    ])
+    assert verb_tools("invite", tools) == {"calendar_add"}  # "invitations"
+    assert verb_tools("book", tools) == set() and verb_tools("schedule", tools) == set()  # not nouns of action
+    assert verb_tools("invite", tools, by_name=True) == set()
+    unserved = unserved_clause("Book lunch with Noor at 1pm and invite her", tools, [Call(1, "agenda", {})])
+    assert unserved is not None and unserved[1] == {"calendar_add"}

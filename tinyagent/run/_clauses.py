@@ -35,6 +35,7 @@ at by of and or text email mail message sms write list lists search note notes f
 tasks item items user update change move remove delete start stop run return returns current date time day
 """))
 _NAME_WORD = re.compile(r"[a-z]+")
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s")
 # Chat shorthand for verbs ("fwd the invoice email to Grace"), read as the words they stand for.
 _SHORT = {"fwd": "forward", "fw": "forward", "msg": "message", "sched": "schedule", "rmnd": "remind",
           "txt": "text", "summarise": "summarize"}
@@ -59,7 +60,7 @@ def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) 
     matches = list(_CLAUSE.finditer(request))
     for i, match in enumerate(matches):
         verb, head = _SHORT.get(match.group(1).lower(), match.group(1).lower()), (match.group(2) or "").lower()
-        named = verb_tools(verb, tools) or (verb_tools(head, tools) if verb in _GENERIC else frozenset())
+        named = verb_tools(verb, tools) or (verb_tools(head, tools, by_name=True) if verb in _GENERIC else frozenset())
         if named and named == group:
             end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
             return request[match.start(1):end].strip(" ,;.!?")
@@ -81,17 +82,28 @@ def name_words(name: str) -> list[str]:
     return _NAME_WORD.findall(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower())
 
 
-def verb_tools(verb: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -> frozenset[str]:
     """The offered tools a word of whose name is ``verb`` or shares its first five letters or more with it
-    ("remind" and ``reminders_add_task``); none for a verb that names many things."""
+    ("remind" and ``reminders_add_task``); where no name says it and not ``by_name`` (a noun after a verb that
+    names many things), those whose description's first sentence has it as a noun of action ("invite" and "...
+    and sends invitations"); none for a verb that names many things."""
     if verb in _GENERIC or len(verb) < 4:
         return frozenset()
-    out = set()
-    for name in tools:
-        words = name_words(name)
-        if any(w == verb or len(os.path.commonprefix([w, verb])) >= 5 for w in words if w not in _GENERIC):
-            out.add(name)
+    out = {name for name in tools if _says(verb, name_words(name))}
+    if not out and not by_name:
+        out = {name for name, tool in tools.items() if _says(verb, _actions(tool.description or ""))}
     return frozenset(out)
+
+
+def _actions(description: str) -> list[str]:
+    """The words of a description's first sentence that name what the tool does: its opening verb ("Forwards")
+    and its nouns of action ("sends invitations"); not every word ("the address book", "entries scheduled on")."""
+    words = _NAME_WORD.findall(_FIRST_SENTENCE.split(description.strip(), 1)[0].lower())
+    return [w for w in words[1:] if re.search(r"(?:tion|sion)s?$", w)]
+
+
+def _says(verb: str, words: Iterable[str]) -> bool:
+    return any(w == verb or len(os.path.commonprefix([w, verb])) >= 5 for w in words if w not in _GENERIC)
 
 
 def unserved_clause(request: str, tools: Mapping[str, Tool],
@@ -104,7 +116,7 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
     for verb, head in dict.fromkeys(clause_heads(request)):
         named = verb_tools(verb, tools)
         if not named and verb in _GENERIC:
-            named, verb = verb_tools(head, tools), f"{verb} {head}"
+            named, verb = verb_tools(head, tools, by_name=True), f"{verb} {head}"
         if named and not called & named:
             names = sorted(named)
             return (f"the request asks to {verb} (a clause opens with it), and no step does; "

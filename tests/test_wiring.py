@@ -141,3 +141,19 @@ def test_a_message_that_repeats_the_events_invitations_goes_unless_the_request_n
     tidy, notes = tidy_plan(plan, tools, "Schedule lunch with Tom on Friday and send him an invite")
     assert [c.name for c in tidy.calls] == ["who", "event"] and notes
     assert tidy_plan(plan, tools, "Schedule lunch with Tom on Friday and email him the menu")[0] == plan
+
+
+def test_a_read_by_the_words_a_file_was_found_by_reads_the_found_file() -> None:
+    path = {"type": "string", "description": "Path of the document, as returned by locate."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("locate", "Searches the user's documents. Returns the absolute path of the best match.",
+                  {"words": TEXT}, ["words"]),
+        openai_fn("note_read", "Fetches a note and returns its full text.", {"title": TEXT}, ["title"]),
+        openai_fn("doc_text", "Extracts and returns the full text of a document.", {"path": path}, ["path"]),
+        openai_fn("doc_summary", "Produces a short summary of a document.", {"path": path}, ["path"]),
+    ])
+    plan = Plan(calls=(Call(1, "locate", {"words": "CV"}), Call(2, "note_read", {"title": "CV"})))
+    wired, notes = wire_results(plan, tools)
+    assert wired.calls[1] == Call(2, "doc_text", {"path": Ref(1)}) and notes
+    other = Plan(calls=(Call(1, "locate", {"words": "CV"}), Call(2, "note_read", {"title": "Groceries"})))
+    assert wire_results(other, tools)[0] == other  # read by other words: another item

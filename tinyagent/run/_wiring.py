@@ -26,7 +26,7 @@ from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._lookups import lookup_kind, swap_lookups
-from ._producers import request_names, sole_finder, swap_literals
+from ._producers import path_source, request_names, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
 
 __all__ = ["wire_results"]
@@ -79,6 +79,8 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     notes += found
     for call in calls:
         notes += _fill_made_up(call, args, calls, tools, known)
+    calls, read = _read_located(calls, args, tools)
+    notes += read
     used = {r.step for a in args.values() for r in find_refs(a)}
     for step in calls:
         producer = tools.get(step.name)
@@ -101,6 +103,44 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
         return plan, []
     swapped, swaps = swap_lookups(_in_order([Call(c.id, c.name, args[c.id]) for c in calls]), tools)
     return Plan(calls=tuple(swapped), answer=plan.answer), notes + swaps
+
+
+def _read_located(calls: list[Call], args: dict[int, dict[str, Any]],
+                  tools: Mapping[str, Tool]) -> tuple[list[Call], list[str]]:
+    """Where a step finds a file's path by some words and no step uses it, and a later call reads something else by
+    the same words (``notes_read(note_title="CV")`` after ``files_locate(search_terms="CV")``): that call is made
+    the offered reader of paths from the finder that is most like it by description ("returns the full text")."""
+    out, notes = list(calls), []
+    used = {r.step for a in args.values() for r in find_refs(a)}
+    for finder in calls:
+        words = {str(v).strip().lower() for v in args[finder.id].values() if isinstance(v, str) and v.strip()}
+        if finder.id in used or not words or finder.name not in tools:
+            continue
+        readers = {name: param for name, tool in tools.items() if (param := _path_param(tool, finder.name, tools))}
+        for i, call in enumerate(out):
+            tool = tools.get(call.name)
+            same = any(isinstance(v, str) and v.strip().lower() in words for v in args[call.id].values())
+            if call.id <= finder.id or tool is None or call.name in readers or not same:
+                continue
+            scores = {name: len(_content(tools[name].description or "") & _content(tool.description or ""))
+                      for name in readers}
+            best = sorted(scores, key=lambda n: -scores[n])
+            if best and scores[best[0]] >= 2 and (len(best) == 1 or scores[best[0]] > scores[best[1]]):
+                out[i] = Call(call.id, best[0], {})
+                args[call.id] = {readers[best[0]]: Ref(finder.id)}
+                notes.append(f"plan: step {call.id} reads the file step {finder.id} finds with {best[0]}, not "
+                             f"{call.name}")
+                break
+    return out, notes
+
+
+def _path_param(tool: Tool, finder: str, tools: Mapping[str, Tool]) -> str | None:
+    """The one required parameter of ``tool`` when it takes paths from ``finder``."""
+    required = list(tool.required)
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    if len(required) != 1 or tool.name == finder:
+        return None
+    return required[0] if path_source(props.get(required[0]) or {}, tools) == finder else None
 
 
 _URL = re.compile(r"\bhttps?://[^\s\"'<>)]+", re.IGNORECASE)

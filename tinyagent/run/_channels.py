@@ -45,8 +45,8 @@ _EMAIL_TYPO = re.compile(r"\b(?:emial|eamil|meail|emali|emai|emal|eail|emil|e-mi
 _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
 # A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu"), not a mention of the
 # channel ("I need the email for Maria", "Invite ann@x.org to lunch").
-_SEND_VERB = re.compile(r"(?:^|[,;:.!]\s*|\b(?:and|then|please|also)\s+)(?:text|sms|e-?mail|mail|message|send|forward|"
-                        r"write\s+to)\b", re.IGNORECASE)
+_SEND_VERB = re.compile(r"(?:^|[,;:.!]\s*|\b(?:and|then|please|pls|plz|also)\s+)"
+                        r"(?:text|sms|e-?mail|mail|message|send|forward|write\s+to)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
                        re.IGNORECASE)
 

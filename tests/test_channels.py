@@ -87,6 +87,23 @@ def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_othe
     assert "buzz" in (unserved_channel("Pls send Carla the recipe by text", tools, met) or "")  # chat shorthand
 
 
+def test_a_need_left_by_the_second_plan_is_planned_for_once_more_and_merged() -> None:
+    """Nothing sent: both channels asked for; the second plan e-mails only: the text is asked for alone; the third
+    plan texts only, and joins the e-mail it dropped."""
+    model = ScriptedModel([
+        '1. meet(title="Review")\n2. join()\n<END_OF_PLAN>',
+        '1. who_mail(who="Victor")\n2. post(to=[$1], body="Here is the deck.")\n3. join()\n<END_OF_PLAN>',
+        '1. who_phone(who="Victor")\n2. buzz(numbers=[$1], body="The review moved.")\n3. join()\n<END_OF_PLAN>',
+    ])
+    result = Agent(tools=_tools(), model=model).plan_sync(
+        "Text Victor that the review moved, and email him the deck too", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["meet", "who_mail", "post", "who_phone", "buzz"]  # none lost
+    assert len(model.requests) == 3 and "root ::= step-1-need1" in (model.requests[2].grammar or "")
+    again = ScriptedModel(['1. who_mail(who="Victor")\n2. post(to=[$1], body="deck")\n3. join()\n<END_OF_PLAN>'] * 3)
+    Agent(tools=_tools(), model=again).plan_sync("Text Victor that it moved, and email him the deck", today=TODAY)
+    assert len(again.requests) == 2  # the same need again: not planned a third time
+
+
 def test_agent_plan_replans_a_text_sent_as_an_email() -> None:
     model = ScriptedModel([
         '1. who_mail(who="Bob")\n2. post(to=[$1], body="happy birthday!")\n3. join()\n<END_OF_PLAN>',

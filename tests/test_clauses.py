@@ -11,7 +11,7 @@ from _helpers_tools import TEXT, openai_fn
 from tinyagent import Agent, ToolRegistry
 from tinyagent._plan import Call, Ref
 from tinyagent.models import ScriptedModel
-from tinyagent.run._clauses import clause_verbs, kindred, unserved_clause, verb_tools
+from tinyagent.run._clauses import clause_verbs, same_target, unserved_clause, verb_tools
 
 TODAY = dt.date(2026, 12, 1)
 NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
@@ -99,10 +99,11 @@ def _mail_tools() -> ToolRegistry:
     ])
 
 
-def test_tools_are_kindred_by_a_distinctive_name_word_or_a_shared_parameter() -> None:
-    tools = _mail_tools()
-    assert kindred(tools, "forward", "reply")  # both take the message's match
-    assert not kindred(tools, "sms", "reminderAdd") and not kindred(tools, "sms", "missing")
+def test_calls_act_on_the_same_thing_when_they_pass_a_parameter_the_same_text() -> None:
+    forward = Call(1, "forward", {"match": "Coach Rivera", "to": ["mia@x.io"]})
+    assert same_target(forward, Call(2, "reply", {"match": "coach rivera ", "body": "yes"}))
+    assert not same_target(forward, Call(2, "reply", {"match": "Jun", "body": "yes"}))
+    assert not same_target(Call(1, "agenda", {"day": "2026-04-16"}), Call(2, "event", {"start": "2026-04-16 13:00"}))
 
 
 def test_a_second_plan_that_swaps_a_kindred_tool_for_the_required_one_is_kept() -> None:

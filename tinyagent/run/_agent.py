@@ -21,7 +21,7 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
-from ._clauses import clause_text, kindred, unserved_clause
+from ._clauses import clause_text, same_target, unserved_clause
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
@@ -205,11 +205,16 @@ class Agent:
     async def _repaired(self, setup: RunSetup, state: RunState, model: Model, completion: Completion, plan: Plan,
                         request: ModelRequest) -> tuple[Model, Completion, Plan, ModelRequest]:
         """The plan with the identifiers the request gives used as written; planned once more, told why, when a
-        call passes one the request does not give (the second plan is kept either way)."""
+        call passes one the request does not give or a need of the request goes unserved (the second plan is kept
+        unless it dropped an action of the first), and once more when it leaves a need not asked for before."""
         known = known_text(state.query, state.history)
         first: Plan | None = None
         asked: tuple[frozenset[str], ...] = ()
-        for again in (True, False):
+        asked_before: set[frozenset[str]] = set()
+        for attempt in range(3):
+            # Planned once more when the plan has a problem; twice when the second plan still leaves a need that
+            # the first replan did not ask for ("text Victor ..., and email him ...", e-mailed: now text him).
+            again = attempt == 0 or (attempt == 1 and self.settings.last_plan_repairs)
             plan, notes = repair_plan(plan, request, state.query, state.today, state.offer.tools,
                                       identifiers=self.settings.given_identifiers,
                                       optionals=self.settings.ungrounded_optionals == "drop")
@@ -230,8 +235,9 @@ class Agent:
                 if missing:  # (each: served by one of its tools in the next plan, with the sender)
                     invented.append(missing[0])
                     required.append(missing[1])
-            if not invented or not again:
+            if not invented or not again or (attempt == 1 and not set(required) - asked_before):
                 break
+            asked_before |= set(required)
             reason = "; ".join(invented)
             state.result.notes.append(f"plan: {reason}; planning again")
             state.replan_note = replan_context(completion.text.strip(), [], reason, 1, boundary=state.boundary)
@@ -268,8 +274,9 @@ class Agent:
         then the first, with what the second added for the needs it was planned again for (``asked``), and with
         the identifiers it made up taken from the second plan's new lookups where they match."""
         dropped = dropped_actions(first, second, state.offer.tools, frozenset(state.avoid))
-        swapped = {c.name for c in second.calls if any(c.name in group for group in asked)}
-        dropped = [name for name in dropped if not any(kindred(state.offer.tools, name, s) for s in swapped)]
+        swapped = [c for c in second.calls if any(c.name in group for group in asked)]
+        dropped = [name for name in dropped
+                   if not any(same_target(c, s) for c in first.calls if c.name == name for s in swapped)]
         if not dropped:  # (one dropped for the tool it was planned again to call is the fix: a forward for a reply)
             return second
         served = merge_served(first, second, asked, [clause_text(state.query, state.offer.tools, g) for g in asked])

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_text", "clause_verbs", "kindred", "name_words", "unserved_clause", "verb_tools"]
+__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "same_target", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -67,14 +67,11 @@ def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) 
     return None
 
 
-def kindred(tools: Mapping[str, Tool], one: str, other: str) -> bool:
-    """Whether two offered tools do kindred things: their names share a word that names few things, or they
-    share a parameter name (a forward and a reply both take the message's ``match_text``)."""
-    if one not in tools or other not in tools:
-        return False
-    words = [set(name_words(n)) - _GENERIC for n in (one, other)]
-    params = [set(tools[n].parameters.get("properties") or {}) for n in (one, other)]
-    return bool(words[0] & words[1] or params[0] & params[1])
+def same_target(one: Call, other: Call) -> bool:
+    """Whether two calls act on the same thing: they pass a parameter of the same name the same text (a forward
+    and a reply both with ``match_text="Coach Rivera"``)."""
+    return any(isinstance(v, str) and isinstance(w := other.args.get(k), str) and v.strip().lower() == w.strip().lower()
+               and v.strip() for k, v in one.args.items())
 
 
 def name_words(name: str) -> list[str]:

@@ -99,11 +99,12 @@ def _mail_tools() -> ToolRegistry:
     ])
 
 
-def test_calls_act_on_the_same_thing_when_they_pass_a_parameter_the_same_text() -> None:
+def test_calls_act_on_the_same_thing_when_they_pass_the_same_text() -> None:
     forward = Call(1, "forward", {"match": "Coach Rivera", "to": ["mia@x.io"]})
     assert same_target(forward, Call(2, "reply", {"match": "coach rivera ", "body": "yes"}))
     assert not same_target(forward, Call(2, "reply", {"match": "Jun", "body": "yes"}))
     assert not same_target(Call(1, "agenda", {"day": "2026-04-16"}), Call(2, "event", {"start": "2026-04-16 13:00"}))
+    assert same_target(Call(1, "post", {"subject": "Invoice #4471"}), Call(2, "forward", {"match": "invoice #4471"}))
 
 
 def test_a_second_plan_that_swaps_a_kindred_tool_for_the_required_one_is_kept() -> None:

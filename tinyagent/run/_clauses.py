@@ -68,10 +68,12 @@ def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) 
 
 
 def same_target(one: Call, other: Call) -> bool:
-    """Whether two calls act on the same thing: they pass a parameter of the same name the same text (a forward
-    and a reply both with ``match_text="Coach Rivera"``)."""
-    return any(isinstance(v, str) and isinstance(w := other.args.get(k), str) and v.strip().lower() == w.strip().lower()
-               and v.strip() for k, v in one.args.items())
+    """Whether two calls act on the same thing: they pass the same text, under any parameter names (a forward's
+    ``match_text="Invoice #4471"`` and a new e-mail's ``subject_line="Invoice #4471"``)."""
+    def texts(call: Call) -> set[str]:
+        return {v.strip().lower() for v in call.args.values() if isinstance(v, str) and len(v.strip()) >= 3}
+
+    return bool(texts(one) & texts(other))
 
 
 def name_words(name: str) -> list[str]:

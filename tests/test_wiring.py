@@ -157,3 +157,17 @@ def test_a_read_by_the_words_a_file_was_found_by_reads_the_found_file() -> None:
     assert wired.calls[1] == Call(2, "doc_text", {"path": Ref(1)}) and notes
     other = Plan(calls=(Call(1, "locate", {"words": "CV"}), Call(2, "note_read", {"title": "Groceries"})))
     assert wire_results(other, tools)[0] == other  # read by other words: another item
+
+
+def test_a_lookup_the_request_names_after_a_lists_word_goes_to_that_list_alone() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("who", "Finds a person's e-mail address.", {"name": TEXT}, ["name"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "cc_list": {**ADDRESSES, "description": "Cc: e-mail "
+                  "addresses."}, "body": TEXT}, ["to", "body"]),
+    ])
+    both = [Ref(1), Ref(2)]
+    plan = Plan(calls=(Call(1, "who", {"name": "Derek"}), Call(2, "who", {"name": "Maya Chen"}),
+                       Call(3, "mail", {"to": both, "cc_list": both, "body": "Attached."})))
+    wired, notes = wire_results(plan, tools, request="Email Derek the NDA, and cc Maya Chen")
+    assert wired.calls[2].args["to"] == [Ref(1)] and wired.calls[2].args["cc_list"] == [Ref(2)] and notes
+    assert wire_results(plan, tools, request="Email Derek and Maya Chen the NDA")[0] == plan  # no list named

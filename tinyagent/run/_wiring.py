@@ -25,6 +25,7 @@ from typing import Any
 from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
+from ._clauses import name_words
 from ._lookups import lookup_kind, swap_lookups
 from ._producers import path_source, request_names, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
@@ -75,6 +76,7 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     notes: list[str] = []
     for call in calls:
         notes += _rewire_identifiers(call, args[call.id], calls, tools)
+        notes += _split_shared(call, args[call.id], calls, tools, request)
     calls, found = _lookup_for_the_one_name(calls, args, tools, request)
     notes += found
     for call in calls:
@@ -275,4 +277,29 @@ def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], too
         args[name] = [swap.get(v, v) if isinstance(v, Ref) else v for v in value]
         notes.append(f"plan: step {call.id} passes the lookups {', '.join(f'${s}' for s in spare)} as {name} "
                      f"instead of {', '.join(str(w) for w in wrong)}")
+    return notes
+
+
+def _split_shared(call: Call, args: dict[str, Any], calls: list[Call], tools: Mapping[str, Tool],
+                  request: str) -> list[str]:
+    """Where two identifier lists of one call pass the same lookups ("Email Derek ..., and cc Maya Chen" planned
+    with both lookups as To and as Cc), and the request writes a word of one list's name right before a looked-up
+    name ("cc Maya Chen"): that lookup goes to that list alone, and the others leave it."""
+    props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+    lists = [n for n, v in args.items() if isinstance(v, list) and identifier_kind(props.get(n) or {}) is not None]
+    by_id = {c.id: c for c in calls}
+    notes = []
+    for one in lists:
+        for other in lists:
+            shared = [r for r in args[one] if isinstance(r, Ref) and r in args[other] and r.step in by_id]
+            if one == other or len(shared) < 2:
+                continue
+            words = [w for w in name_words(other) if len(w) >= 2 and w not in name_words(one)]
+            named = [r for r in shared if any(
+                re.search(rf"\b{re.escape(w)}:?\s+{re.escape(str(v))}\b", request, re.IGNORECASE)
+                for w in words for v in by_id[r.step].args.values() if isinstance(v, str) and v.strip())]
+            if named and len(named) < len(shared):
+                args[other] = [v for v in args[other] if not isinstance(v, Ref) or v not in shared or v in named]
+                args[one] = [v for v in args[one] if v not in named]
+                notes.append(f"plan: step {call.id} passes {', '.join(str(r) for r in named)} as {other} only")
     return notes

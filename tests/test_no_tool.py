@@ -347,3 +347,38 @@ def test_a_request_in_another_script_shares_no_words_so_they_count_neither_way()
     assert english["named"] == 0.0  # Latin script: compared as before
     weather = {"p_join": 0.43, "grounded": 0.0, "overlap": 1.0, "named": 1.0}  # "你是谁?你能做什么" -> a weather call
     assert no_tool_probability(weather) >= NO_TOOL_FLOOR
+
+
+@tool
+def video_room(topic: str) -> str:
+    """Creates a video-conference room and returns its link.
+
+    Args:
+        topic: the meeting's topic.
+    """
+    return "https://meet.example.org/abc"
+
+
+@tool
+def reminderAdd(title: str) -> str:  # noqa: N802 - a camel-case name, as foreign registries have them
+    """Adds a to-do item.
+
+    Args:
+        title: what to do.
+    """
+    return "ok"
+
+
+def test_a_plan_serving_two_clauses_that_name_its_tools_is_never_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(no_tool_module, "NO_TOOL_MODEL", {"bias": 20.0, "p_join": 0.0, "grounded": 0.0,
+                                                           "overlap": 0.0})  # refuses whatever it is asked
+    both = '1. video_room(topic="Vendor selection")\n2. reminderAdd(title="Read the comparison")\n3. join()\n'
+    request = "Set up a video call named Vendor selection, and remind me to read the comparison"
+    agent = Agent([video_room, reminderAdd], model=_model(verify_yes=0.5, p_join=0.4, plan=both))
+    result = asyncio.run(agent.plan(request, today=TODAY))
+    assert [c.name for c in result.plan.calls] == ["video_room", "reminderAdd"]
+    one = '1. video_room(topic="Vendor selection")\n2. join()\n'
+    agent = Agent([video_room, reminderAdd], model=_model(verify_yes=0.5, p_join=0.4, plan=one),
+                  settings=AgentSettings(no_tool_second_choice=False))
+    result = asyncio.run(agent.plan("Set up a video call named Vendor selection", today=TODAY))
+    assert result.plan.calls == () and result.no_tool_check.refused  # one clause: the decision's as before

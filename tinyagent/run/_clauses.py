@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "same_target", "unserved_clause", "verb_tools"]
+__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "named_groups", "same_target",
+           "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -51,6 +52,18 @@ def clause_heads(request: str) -> list[tuple[str, str]]:
     possessive ("set up a video meeting" gives ``("set", "video")``; "" where nothing follows)."""
     return [(_SHORT.get(m.group(1).lower(), m.group(1).lower()), (m.group(2) or "").lower())
             for m in _CLAUSE.finditer(request)]
+
+
+def named_groups(request: str, tools: Mapping[str, Tool]) -> set[frozenset[str]]:
+    """The groups of offered tools that the request's clauses name by their verbs (or, after a verb that names
+    many things, by the next word): "Set up a video call ..., and remind me ..." names the video tools and the
+    reminder tools."""
+    out = set()
+    for verb, head in clause_heads(request):
+        named = verb_tools(verb, tools) or (verb_tools(head, tools, by_name=True) if verb in _GENERIC else frozenset())
+        if named:
+            out.add(named)
+    return out
 
 
 def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) -> str | None:

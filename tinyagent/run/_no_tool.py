@@ -41,6 +41,7 @@ from .._routing_base import RoutingHook
 from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
+from ._clauses import named_groups
 from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
@@ -257,6 +258,9 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
         return None
     if first_call_is_clear(calls[0], planner, query, tools, settings):
         return NoToolCheck(probability=0.0)
+    called = {c.name for c in calls}
+    if settings.no_tool_check == "auto" and sum(bool(g & called) for g in named_groups(query, tools)) >= 2:
+        return NoToolCheck(probability=0.0)  # two clauses name tools the plan calls: "..., and remind me ..."
     started = time.perf_counter()
     features: dict[str, float] = {"p_join": p_join if p_join is not None else 0.0,
                                   **plan_features(request_text(planner, query), calls, tools)}

@@ -14,7 +14,7 @@ from _helpers_tools import TEXT, openai_fn
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
 from tinyagent.models import ScriptedModel
-from tinyagent.run._clauses import clause_text, verb_tools
+from tinyagent.run._clauses import clause_text, named_clauses, verb_tools
 from tinyagent.run._dangling import cut_plan_text, dangling_problem
 from tinyagent.run._producers import (
     dropped_actions,
@@ -240,3 +240,20 @@ def test_what_the_second_plan_added_for_an_unserved_clause_joins_the_first() -> 
     assert merged.calls[1].args["body"] == "Dinner's at 8 and to bring wine"
     assert merged.calls[2].args == {"title": "Buy dessert", "due": "17:00"}
     assert merge_served(first, first, [group], [None]) is None  # nothing added
+
+
+def test_a_merged_call_loses_the_words_of_a_clause_another_call_serves() -> None:
+    """The first plan reminded; the second texted everything: the text keeps its own clause only."""
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("buzz", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+        openai_fn("reminderAdd", "Adds a to-do item.", {"title": TEXT}, ["title"]),
+    ])
+    request = "Text Alex that I'm outside and remind me to pay the bill next week"
+    first = Plan(calls=(Call(1, "reminderAdd", {"title": "Pay the bill"}),))
+    second = Plan(calls=(Call(1, "phonebook", {"who": "Alex"}), Call(2, "buzz", {
+        "to": [Ref(1)], "body": "I'm outside and remind me to pay the bill next week"})))
+    merged = merge_served(first, second, [frozenset({"buzz"})], [None], named_clauses(request, tools))
+    assert merged is not None and [c.name for c in merged.calls] == ["reminderAdd", "phonebook", "buzz"]
+    assert merged.calls[2].args == {"to": [Ref(2)], "body": "I'm outside"}

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "named_groups", "same_target",
+__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "named_clauses", "named_groups", "same_target",
            "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
@@ -54,30 +54,31 @@ def clause_heads(request: str) -> list[tuple[str, str]]:
             for m in _CLAUSE.finditer(request)]
 
 
-def named_groups(request: str, tools: Mapping[str, Tool]) -> set[frozenset[str]]:
-    """The groups of offered tools that the request's clauses name by their verbs (or, after a verb that names
-    many things, by the next word): "Set up a video call ..., and remind me ..." names the video tools and the
-    reminder tools."""
-    out = set()
-    for verb, head in clause_heads(request):
-        named = verb_tools(verb, tools) or (verb_tools(head, tools, by_name=True) if verb in _GENERIC else frozenset())
-        if named:
-            out.add(named)
-    return out
-
-
-def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) -> str | None:
-    """The words of the request's clause whose verb names the tools ``group`` ("remind me to buy dessert at 5pm"
-    in "Text Ines that dinner's at 8, and remind me to buy dessert at 5pm"), from its verb to the next clause;
-    None when no clause names them."""
+def named_clauses(request: str, tools: Mapping[str, Tool]) -> list[tuple[frozenset[str], str]]:
+    """The request's clauses that name offered tools by their verbs (or, after a verb that names many things, by
+    the next word), each with the tools it names and its words from the verb to the next clause: "Text Ines that
+    dinner's at 8, and remind me to buy dessert at 5pm" gives the reminder tools and "remind me to buy dessert at
+    5pm"."""
     matches = list(_CLAUSE.finditer(request))
+    out = []
     for i, match in enumerate(matches):
         verb, head = _SHORT.get(match.group(1).lower(), match.group(1).lower()), (match.group(2) or "").lower()
         named = verb_tools(verb, tools) or (verb_tools(head, tools, by_name=True) if verb in _GENERIC else frozenset())
-        if named and named == group:
+        if named:
             end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
-            return request[match.start(1):end].strip(" ,;.!?")
-    return None
+            out.append((named, request[match.start(1):end].strip(" ,;.!?")))
+    return out
+
+
+def named_groups(request: str, tools: Mapping[str, Tool]) -> set[frozenset[str]]:
+    """The groups of offered tools the request's clauses name (:func:`named_clauses`)."""
+    return {group for group, _ in named_clauses(request, tools)}
+
+
+def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) -> str | None:
+    """The words of the request's first clause that names the tools ``group`` (:func:`named_clauses`); None when
+    no clause names them."""
+    return next((text for named, text in named_clauses(request, tools) if named == group), None)
 
 
 def same_target(one: Call, other: Call) -> bool:

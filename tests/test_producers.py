@@ -257,3 +257,17 @@ def test_a_merged_call_loses_the_words_of_a_clause_another_call_serves() -> None
     merged = merge_served(first, second, [frozenset({"buzz"})], [None], named_clauses(request, tools))
     assert merged is not None and [c.name for c in merged.calls] == ["reminderAdd", "phonebook", "buzz"]
     assert merged.calls[2].args == {"to": [Ref(2)], "body": "I'm outside"}
+
+
+def test_a_made_up_number_gets_the_lookup_of_the_requests_one_name() -> None:
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("buzz", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "buzz", {"to": ["+1234567890"], "body": "The review moved."}),))
+    request = "Text Victor that the review moved to 4pm"
+    fixed, notes = insert_producers(plan, tools, request, request)
+    assert fixed.calls[0] == Call(1, "phonebook", {"who": "Victor"}) and fixed.calls[1].args["to"] == [Ref(1)]
+    two = "Text Victor and Ana that the review moved"  # whose number it is is not known
+    assert insert_producers(plan, tools, two, two)[0] == plan

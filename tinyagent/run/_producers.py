@@ -166,6 +166,9 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
     if kind is not None:
         finder = sole_finder(kind, tools)
         person = name_in_request(value, request) if finder is not None else None
+        if person is None and finder is not None and not re.search(r"[^\W\d_]", value):
+            names = request_names(request)  # a made-up number is no one's name: the request's one name, if one
+            person = names[0] if len(names) == 1 else None
         if finder is None or person is None:
             return None
         return Call(0, finder[0], {finder[1]: person})

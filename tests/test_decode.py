@@ -9,6 +9,7 @@ prompt's, the prefix cache's, the drafts') may pick the other one. Under the pla
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,7 @@ def create_calendar_event(title: str, start: str, duration_minutes: int = 60) ->
     return "created"
 
 
+TODAY = dt.date(2026, 11, 30)  # pinned: with the real date the prompt, and so its near-ties, changed every day
 QUERIES = [
     "Email Sid that lunch moved to noon and put lunch with Sid on my calendar for 2026-12-02 at 12:00",
     "Send Anna and Bob an email titled Budget saying the budget is approved",
@@ -149,7 +151,7 @@ def _planner_request(model: Any, query: str) -> ModelRequest:
     original = model.stream
     model.stream = Capture().stream  # type: ignore[method-assign]
     try:
-        agent.plan_sync(query)
+        agent.plan_sync(query, today=TODAY)  # (a pinned day: the prompt, and so its near-ties, change with it)
     finally:
         model.stream = original  # type: ignore[method-assign]
     return captured[0]

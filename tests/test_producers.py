@@ -14,7 +14,7 @@ from _helpers_tools import TEXT, openai_fn
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
 from tinyagent.models import ScriptedModel
-from tinyagent.run._clauses import clause_text, named_clauses, verb_tools
+from tinyagent.run._clauses import named_clauses, verb_tools
 from tinyagent.run._dangling import cut_plan_text, dangling_problem
 from tinyagent.run._producers import (
     dropped_actions,
@@ -234,12 +234,14 @@ def test_what_the_second_plan_added_for_an_unserved_clause_joins_the_first() -> 
     second = Plan(calls=(Call(1, "reminderAdd", {"title": "Dinner at 8"}), Call(2, "reminderAdd", {
         "title": "Bring wine"}), Call(3, "reminderAdd", {"title": "Buy dessert", "due": "17:00"})))
     group = verb_tools("remind", tools)
-    merged = merge_served(first, second, [group], [clause_text(request, tools, group)])
+    named = named_clauses(request, tools)
+    assert (group, "remind me to buy dessert at 5pm") in named
+    merged = merge_served(first, second, [group], named)
     assert merged is not None
     assert [c.name for c in merged.calls] == ["phonebook", "buzz", "reminderAdd"]
     assert merged.calls[1].args["body"] == "Dinner's at 8 and to bring wine"
     assert merged.calls[2].args == {"title": "Buy dessert", "due": "17:00"}
-    assert merge_served(first, first, [group], [None]) is None  # nothing added
+    assert merge_served(first, first, [group]) is None  # nothing added
 
 
 def test_a_merged_call_loses_the_words_of_a_clause_another_call_serves() -> None:
@@ -254,7 +256,7 @@ def test_a_merged_call_loses_the_words_of_a_clause_another_call_serves() -> None
     first = Plan(calls=(Call(1, "reminderAdd", {"title": "Pay the bill"}),))
     second = Plan(calls=(Call(1, "phonebook", {"who": "Alex"}), Call(2, "buzz", {
         "to": [Ref(1)], "body": "I'm outside and remind me to pay the bill next week"})))
-    merged = merge_served(first, second, [frozenset({"buzz"})], [None], named_clauses(request, tools))
+    merged = merge_served(first, second, [frozenset({"buzz"})], named_clauses(request, tools))
     assert merged is not None and [c.name for c in merged.calls] == ["reminderAdd", "phonebook", "buzz"]
     assert merged.calls[2].args == {"to": [Ref(2)], "body": "I'm outside"}
 

@@ -21,7 +21,7 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
-from ._clauses import clause_text, named_clauses, same_target, unserved_clause
+from ._clauses import named_clauses, same_target, unserved_clause
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
@@ -279,9 +279,7 @@ class Agent:
                    if not any(same_target(c, s) for c in first.calls if c.name == name for s in swapped)]
         if not dropped:  # (one dropped for the tool it was planned again to call is the fix: a forward for a reply)
             return second
-        named = named_clauses(state.query, state.offer.tools)
-        served = merge_served(first, second, asked, [clause_text(state.query, state.offer.tools, g) for g in asked],
-                              named)
+        served = merge_served(first, second, asked, named_clauses(state.query, state.offer.tools))
         base = served or first
         merged = merge_lookups(base, second, state.offer.tools, known)
         state.result.notes.append(f"plan: the second plan dropped {', '.join(dropped)}; kept the first"

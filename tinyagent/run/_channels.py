@@ -124,8 +124,9 @@ def _by_channel(request: str, tools: Mapping[str, Tool]) -> tuple[frozenset[str]
 def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Call] = ()) -> str | None:
     """The note for planning again when a plan (``calls``: none at all, or none that sends anything) leaves a
     request to send by a channel unserved (None: the request is a question, names no one channel, no offered tool
-    sends by it, or a call sends; with calls, also when no clause opens with a verb of sending: "Invite
-    ann@x.org to lunch" planned as an event only mentions the channel)."""
+    sends by it, or a call sends, unless the request asks for both and a clause opens with the verb of the one no
+    call sends by; with calls, also when no clause opens with a verb of sending: "Invite ann@x.org to lunch"
+    planned as an event only mentions the channel)."""
     wants = _asked_channels(request)
     if not wants or asks_question(request):
         return None
@@ -135,7 +136,6 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     right = sorted(name for name, k in sending.items() if k & set(wants))
     if not right:
         return None
-    calls = list(calls)
     sent = _sent(calls, sending)
     missing = [w for w in wants if w not in sent]
     # "Text Victor that ..., and email him the deck": a clause opens with the unsent channel's verb
@@ -144,7 +144,7 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
         right = sorted(name for name, k in sending.items() if k & set(missing))
         return (f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step sends "
                 f"{_WHAT[missing[0]]}; {_names(right)} that") if right else None
-    if sent or any(c.name in sending for c in calls):  # (one that sends by the other: channel_problem)
+    if sent:  # (one that sends by the other: channel_problem)
         return None
     return f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step does; {_names(right)} that"
 

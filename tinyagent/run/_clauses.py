@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_text", "clause_verbs", "name_words", "named_clauses", "named_groups", "same_target",
+__all__ = ["clause_heads", "clause_verbs", "name_words", "named_clauses", "named_groups", "same_target",
            "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
@@ -50,8 +50,21 @@ def clause_verbs(request: str) -> list[str]:
 def clause_heads(request: str) -> list[tuple[str, str]]:
     """Each clause's opening word and the first word of what follows it past a particle, an article or a
     possessive ("set up a video meeting" gives ``("set", "video")``; "" where nothing follows)."""
-    return [(_SHORT.get(m.group(1).lower(), m.group(1).lower()), (m.group(2) or "").lower())
-            for m in _CLAUSE.finditer(request)]
+    return [_head(m) for m in _CLAUSE.finditer(request)]
+
+
+def _head(match: re.Match[str]) -> tuple[str, str]:
+    """A clause match's opening word (chat shorthand read as its verb) and the word after it, lower case."""
+    verb = match.group(1).lower()
+    return _SHORT.get(verb, verb), (match.group(2) or "").lower()
+
+
+def _clause_tools(verb: str, head: str, tools: Mapping[str, Tool]) -> tuple[str, frozenset[str]]:
+    """What a clause asks for ("remind"; after a verb that names many things, "set video") and the offered tools
+    it names (:func:`verb_tools`; none for the next word but by the tools' names)."""
+    if verb in _GENERIC:
+        return f"{verb} {head}", verb_tools(head, tools, by_name=True)
+    return verb, verb_tools(verb, tools)
 
 
 def named_clauses(request: str, tools: Mapping[str, Tool]) -> list[tuple[frozenset[str], str]]:
@@ -62,8 +75,7 @@ def named_clauses(request: str, tools: Mapping[str, Tool]) -> list[tuple[frozens
     matches = list(_CLAUSE.finditer(request))
     out = []
     for i, match in enumerate(matches):
-        verb, head = _SHORT.get(match.group(1).lower(), match.group(1).lower()), (match.group(2) or "").lower()
-        named = verb_tools(verb, tools) or (verb_tools(head, tools, by_name=True) if verb in _GENERIC else frozenset())
+        _, named = _clause_tools(*_head(match), tools)
         if named:
             end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
             out.append((named, request[match.start(1):end].strip(" ,;.!?")))
@@ -73,12 +85,6 @@ def named_clauses(request: str, tools: Mapping[str, Tool]) -> list[tuple[frozens
 def named_groups(request: str, tools: Mapping[str, Tool]) -> set[frozenset[str]]:
     """The groups of offered tools the request's clauses name (:func:`named_clauses`)."""
     return {group for group, _ in named_clauses(request, tools)}
-
-
-def clause_text(request: str, tools: Mapping[str, Tool], group: frozenset[str]) -> str | None:
-    """The words of the request's first clause that names the tools ``group`` (:func:`named_clauses`); None when
-    no clause names them."""
-    return next((text for named, text in named_clauses(request, tools) if named == group), None)
 
 
 def same_target(one: Call, other: Call) -> bool:
@@ -98,8 +104,8 @@ def name_words(name: str) -> list[str]:
 def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -> frozenset[str]:
     """The offered tools a word of whose name is ``verb`` or shares its first five letters or more with it
     ("remind" and ``reminders_add_task``); where no name says it and not ``by_name`` (a noun after a verb that
-    names many things), those whose description's first sentence has it as a noun of action ("invite" and "...
-    and sends invitations"); none for a verb that names many things."""
+    names many things), those whose description's first sentence has it as a noun of action (:func:`_actions`:
+    "invite" and "... and sends invitations"); none for a verb that names many things."""
     if verb in _GENERIC or len(verb) < 4:
         return frozenset()
     out = {name for name in tools if _says(verb, name_words(name))}
@@ -109,8 +115,9 @@ def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -
 
 
 def _actions(description: str) -> list[str]:
-    """The words of a description's first sentence that name what the tool does: its opening verb ("Forwards")
-    and its nouns of action ("sends invitations"); not every word ("the address book", "entries scheduled on")."""
+    """The words of a description's first sentence that name what the tool does: its nouns of action ("sends
+    invitations"); not every word ("the address book", "entries scheduled on"), nor its opening verb, which names
+    what it does in another tool's words ("Initiates a payment request" for "initiate a payment")."""
     words = _NAME_WORD.findall(_FIRST_SENTENCE.split(description.strip(), 1)[0].lower())
     return [w for w in words[1:] if re.search(r"(?:tion|sion)s?$", w)]
 
@@ -127,9 +134,7 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
     if not called:
         return None
     for verb, head in dict.fromkeys(clause_heads(request)):
-        named = verb_tools(verb, tools)
-        if not named and verb in _GENERIC:
-            named, verb = verb_tools(head, tools, by_name=True), f"{verb} {head}"
+        verb, named = _clause_tools(verb, head, tools)
         if named and not called & named:
             names = sorted(named)
             return (f"the request asks to {verb} (a clause opens with it), and no step does; "

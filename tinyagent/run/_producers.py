@@ -305,14 +305,13 @@ def merge_lookups(first: Plan, second: Plan, tools: Mapping[str, Tool], known: s
 
 
 def merge_served(first: Plan, second: Plan, groups: Sequence[frozenset[str]],
-                 clauses: Sequence[str | None],
                  named: Sequence[tuple[frozenset[str], str]] = ()) -> Plan | None:
     """``first`` with what ``second`` added for the needs it was planned again for: for each group of tools
     ``first`` calls none of and ``second`` does, the ``second`` call of that group whose words best match the
-    group's clause (``clauses``, one per group; None: any), with the steps it passes. From each call's texts go the
-    words of a clause that names tools another call of the merged plan calls (``named``: the request's clauses with
-    the tools each names, besides those of ``groups``): "... bring wine, and remind me to buy dessert" was one text
-    message. None when nothing is added.
+    group's clause (the first of ``named``, the request's clauses with the tools each names; without one, any),
+    with the steps it passes. From each call's texts go the words of a clause that names tools another call of the
+    merged plan calls: "... bring wine, and remind me to buy dessert" was one text message. None when nothing is
+    added.
 
     Told "the request asks to remind, and no step does", the 1.5B often writes only the reminders, and of every
     clause ("Dinner at 8", "Bring wine", "Buy dessert"): the text message it dropped was right.
@@ -335,19 +334,18 @@ def merge_served(first: Plan, second: Plan, groups: Sequence[frozenset[str]],
             numbers[step] = have[key]
         return numbers[step]
 
-    for group, clause in zip(groups, clauses, strict=True):
+    for group in groups:
         options = [c for c in second.calls if c.name in group]
         if called & group or not options:
             continue
-        wanted = _content_words(clause or "")
+        wanted = _content_words(next((text for tools, text in named if tools == group), ""))
         best = max(options, key=lambda c: len(_content_words(repr(c.args)) & wanted))  # (ties: the first)
         take(best.id)
     if len(calls) == len(first.calls):
         return None
-    pairs = [*named, *((g, c) for g, c in zip(groups, clauses, strict=True) if c and (g, c) not in named)]
     trimmed = []
     for call in calls:
-        others = [text for group, text in pairs if call.name not in group
+        others = [text for group, text in named if call.name not in group
                   and any(o.name in group for o in calls if o.id != call.id)]
         trimmed.append(Call(call.id, call.name, {k: _cut_clauses(v, others) for k, v in call.args.items()}))
     return Plan(calls=tuple(trimmed), answer=first.answer)

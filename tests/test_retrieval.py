@@ -130,6 +130,20 @@ def test_bm25_ranks_the_named_tool_first_and_scores_every_tool() -> None:
     assert result.scores["create_calendar_event"] > result.scores["send_message"]
 
 
+def test_bm25_matches_inflected_words_by_their_stem() -> None:
+    # "locked" / "Locks", "converting" / "Converts": plural stripping alone leaves these apart.
+    registry = ToolRegistry.from_openai([
+        {"name": "lockDoors", "description": "Locks the doors of the vehicle.", "parameters": {"type": "object"}},
+        {"name": "compute_rate", "description": "Converts an amount between currencies.",
+         "parameters": {"type": "object"}},
+        {"name": "start_engine", "description": "Starts the engine.", "parameters": {"type": "object"}},
+    ])
+    retriever = BM25Retriever(k=1)
+    retriever.fit(registry)
+    assert retriever.rank("make sure the car is locked")[0] == "lockDoors"
+    assert retriever.rank("converting 100 yuan")[0] == "compute_rate"
+
+
 def test_retrievers_implement_the_protocol() -> None:
     assert isinstance(BM25Retriever(), ToolRetriever)
     assert isinstance(HybridRetriever(embedder=False), ToolRetriever)

@@ -8,7 +8,7 @@ from typing import Any
 from .._tools import ToolRegistry
 from ._deps import require
 from ._scoring import ScoringRetriever
-from ._text import terms
+from ._text import index_terms
 
 __all__ = ["BM25Retriever", "BM25Index"]
 
@@ -27,7 +27,7 @@ class BM25Index:
     def __init__(self, documents: list[str], k1: float = 1.2, b: float = 0.75) -> None:
         bm25s = require("bm25s")
         self._np = require("numpy")
-        tokenized = [terms(d) or ["_empty_"] for d in documents]
+        tokenized = [index_terms(d) or ["_empty_"] for d in documents]
         self._vocab = {t for doc in tokenized for t in doc}
         self._bm25 = bm25s.BM25(k1=k1, b=b)
         self._bm25.index(tokenized, show_progress=False)
@@ -35,7 +35,7 @@ class BM25Index:
 
     def scores(self, text: str) -> Any:
         """BM25 score of every document for ``text`` (0 where no term matches)."""
-        query = [t for t in terms(text) if t in self._vocab]
+        query = [t for t in index_terms(text) if t in self._vocab]
         if not query:
             return self._np.zeros(self._size, dtype=self._np.float32)
         return self._np.asarray(self._bm25.get_scores(query), dtype=self._np.float32)

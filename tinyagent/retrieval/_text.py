@@ -5,13 +5,14 @@ Word splitting and hashed features live in :mod:`tinyagent._examples` (core); th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from .._examples import HASH_DIM, _split_identifier, hashed_features, words
 from .._tools import Tool
 
-__all__ = ["tool_document", "words", "terms", "hashed_features", "HASH_DIM"]
+__all__ = ["tool_document", "words", "terms", "index_terms", "hashed_features", "HASH_DIM"]
 
 # Small on purpose: words that say nothing about which tool is meant. "me", "my" and "to" stay out of the index
 # but not out of the classifier's features, which learns its own weights.
@@ -63,3 +64,25 @@ def _enum_values(schema: Any, limit: int = 12) -> list[str]:
 def terms(text: str) -> list[str]:
     """The index terms of ``text``: :func:`words` without stopwords."""
     return [w for w in words(text) if w not in _STOPWORDS]
+
+
+def index_terms(text: str) -> list[str]:
+    """The BM25 terms of ``text``: :func:`terms` reduced to their Snowball (Porter2) stems, so "locked" meets
+    "Locks the doors" and "converting" meets "convert" (:func:`words` strips plurals only, because the hashed
+    classifier features were trained on that). Without ``snowballstemmer`` installed, :func:`terms` as they are."""
+    return [_snowball(t) for t in terms(text)]
+
+
+@functools.lru_cache(maxsize=65536)
+def _snowball(word: str) -> str:
+    stemmer = _stemmer()
+    return stemmer.stemWord(word) if stemmer is not None else word
+
+
+@functools.cache
+def _stemmer() -> Any:
+    try:
+        import snowballstemmer
+    except ImportError:
+        return None
+    return snowballstemmer.stemmer("english")

@@ -273,3 +273,46 @@ def test_a_made_up_number_gets_the_lookup_of_the_requests_one_name() -> None:
     assert fixed.calls[0] == Call(1, "phonebook", {"who": "Victor"}) and fixed.calls[1].args["to"] == [Ref(1)]
     two = "Text Victor and Ana that the review moved"  # whose number it is is not known
     assert insert_producers(plan, tools, two, two)[0] == plan
+
+
+def test_made_up_numbers_for_a_list_of_people_get_their_lookups_in_order() -> None:
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("buzz", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "buzz", {"to": ["000-000-0000", "111-111-1111"], "body": "Standup at 9:15"}),))
+    request = "Check my agenda for Monday, text Marta and Diego that standup is at 9:15, and add Standup on Monday"
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert [c.args for c in fixed.calls[:2]] == [{"who": "Marta"}, {"who": "Diego"}]
+    assert fixed.calls[2].args["to"] == [Ref(1), Ref(2)]
+    three = "Text Marta, Diego and Ana that standup is at 9:15"  # three people, two numbers: whose is not known
+    assert insert_producers(plan, tools, three, three)[0] == plan
+
+
+def test_people_are_names_not_things_the_user_owns_nor_days() -> None:
+    from tinyagent.run._producers import people, person_lists
+
+    request = "Pls send Carla the recipe from my Lasagna note by text on Monday, and text Ines, Pablo & Maria Lopez"
+    assert people(request) == ["Carla", "Ines", "Pablo", "Maria Lopez"]
+    assert person_lists(request) == [["Ines", "Pablo", "Maria Lopez"]]
+    assert person_lists("Text Ines and Pablo that dinner is at 8") == [["Ines", "Pablo"]]  # the verb opens it
+    assert name_in_request("danielcruz@acme.com", "email the summary to our realtor Dana Cruz") == "Dana Cruz"
+
+
+def test_a_made_up_invitee_whom_another_call_already_sends_to_is_left_out() -> None:
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        *_tools().to_openai(),
+        openai_fn("phonebook", "Finds a person's mobile number.", {"who": TEXT}, ["who"]),
+        openai_fn("buzz", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "buzz", {"to": ["123-456-7890", "098-765-4321"], "body": "picks"}),
+                       Call(2, "book", {"title": "Book club", "start": "2027-05-20 19:00:00",
+                                        "guests": ["ellie@example.com", "sam@example.com"]})))
+    request = "Text my picks to Ellie and Sam, and add book club to my calendar in two weeks at 7pm"
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["phonebook", "phonebook", "buzz", "book"]
+    assert "guests" not in fixed.calls[3].args
+    alone = Plan(calls=(plan.calls[1],))  # nobody else acts on them: their invitations are looked up
+    assert [c.name for c in insert_producers(alone, tools, request, request)[0].calls] == ["who_is", "who_is", "book"]

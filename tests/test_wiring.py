@@ -171,3 +171,41 @@ def test_a_lookup_the_request_names_after_a_lists_word_goes_to_that_list_alone()
     wired, notes = wire_results(plan, tools, request="Email Derek the NDA, and cc Maya Chen")
     assert wired.calls[2].args["to"] == [Ref(1)] and wired.calls[2].args["cc_list"] == [Ref(2)] and notes
     assert wire_results(plan, tools, request="Email Derek and Maya Chen the NDA")[0] == plan  # no list named
+
+
+def test_what_was_read_is_sent_when_the_request_gives_no_message_of_its_own() -> None:
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("note_get", "Fetches a note and returns its text.", {"title": TEXT}, ["title"]),
+        openai_fn("sms", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "note_get", {"title": "Book club picks"}),
+                       Call(2, "sms", {"to": ["+15550100"], "body": "Hey, check out our picks!"})))
+    request = "Read my Book club picks note and text it to +15550100"
+    wired, notes = wire_results(plan, tools, request, request)
+    assert wired.calls[1].args["body"] == Ref(1) and notes
+    given = "Read my Book club picks note and text +15550100 that we meet on Friday"  # the message is given
+    assert wire_results(plan, tools, given, given)[0] == plan
+    other = Plan(calls=(Call(1, "note_get", {"title": "Groceries"}), plan.calls[1]))  # not what the request names
+    assert wire_results(other, tools, request, request)[0] == other
+
+
+def test_a_removal_or_a_made_up_write_nobody_asked_for_goes() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("note_get", "Fetches a note and returns its text.", {"title": TEXT}, ["title"]),
+        openai_fn("note_bin", "Moves a note to the trash. Returns its title.", {"title": TEXT}, ["title"]),
+        openai_fn("note_extend", "Appends text at the bottom of a note.", {"title": TEXT, "text": TEXT},
+                  ["title", "text"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "note_get", {"title": "Packing list"}),
+                       Call(2, "note_extend", {"title": "Packing list", "text": "Laptop, camera, umbrella"}),
+                       Call(3, "mail", {"to": ["jo@x.io"], "body": Ref(1)}),
+                       Call(4, "note_bin", {"title": "Packing list"})))
+    request = "Send my Packing list note to jo@x.io"
+    tidy, notes = tidy_plan(plan, tools, request)
+    assert [c.name for c in tidy.calls] == ["note_get", "mail"] and notes
+    asked = "Send my Packing list note to jo@x.io, then delete it and append laptop to my Todo note"
+    assert [c.name for c in tidy_plan(plan, tools, asked)[0].calls] == ["note_get", "note_extend", "mail", "note_bin"]

@@ -31,13 +31,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._formats import identifier_kind
-from .._plan import Call, Plan, Ref, map_refs
+from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "path_source",
-           "request_names", "sole_finder", "swap_literals", "terms_in_request"]
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "pair_numbers",
+           "path_source", "people", "person_lists", "request_names", "sole_finder", "swap_literals",
+           "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -83,6 +84,60 @@ def request_names(request: str) -> list[str]:
     return list(dict.fromkeys(" ".join(run) for run in _name_runs(request)))
 
 
+_NOT_PEOPLE = frozenset("""
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
+september october november december today tomorrow tonight
+""".split())  # noqa: SIM905 - a word list reads better as text
+_DETERMINER = re.compile(r"\b(?:my|our|your|his|her|their|the|a|an|this|that|these|those)\s+$", re.IGNORECASE)
+_NAME = r"[A-Z][^\W\d_]*(?:\s+[A-Z][^\W\d_]*)?"
+_NAME_LIST = re.compile(rf"(?<![\w'’])({_NAME}(?:\s*,\s*{_NAME})*\s*,?\s+(?:and|&)\s+{_NAME})(?![\w'’])")
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+")
+
+
+def _is_person(name: str, request: str) -> bool:
+    """Whether a name the request writes is someone's: not a day or month, and not opened by a determiner or a
+    possessive ("my Lasagna note", "the Spanish consulate")."""
+    if _fold(name.split()[0]) in _NOT_PEOPLE:
+        return False
+    at = re.search(rf"(?<![\w'’]){re.escape(name)}(?![\w'’])", request)
+    return at is None or not _DETERMINER.search(request[:at.start()])
+
+
+def people(request: str) -> list[str]:
+    """The request's names (:func:`request_names`) that are people's (:func:`_is_person`)."""
+    return [n for n in request_names(request) if _is_person(n, request)]
+
+
+def person_lists(request: str) -> list[list[str]]:
+    """The lists of people the request joins with commas and "and" ("text Marta and Diego", "Chloe, Ravi and
+    Omar"), each in the request's order."""
+    out = []
+    for match in _NAME_LIST.finditer(request):
+        names = [n.strip() for n in _LIST_SPLIT.split(match.group(1)) if n.strip()]
+        before = request[:match.start()]
+        if not before.strip() or _SENTENCE_END.search(before):  # "Text Ines, Pablo and ...": the verb opens it
+            names[0] = names[0].partition(" ")[2]
+            names = [n for n in names if n]
+        if len(names) >= 2 and all(_is_person(n, request) for n in names):
+            out.append(names)
+    return out
+
+
+def pair_numbers(made_up: Sequence[tuple[str, Any]], request: str) -> dict[str, str]:
+    """The person each made-up number of one call was meant for: with n such numbers in one parameter and one
+    list of n people in the request, the numbers in order to the people in order; none otherwise."""
+    by_param: dict[str, list[str]] = {}
+    for name, value in made_up:
+        if isinstance(value, str) and not re.search(r"[^\W\d_]", value):
+            by_param.setdefault(name, []).append(value)
+    out: dict[str, str] = {}
+    for values in by_param.values():
+        fits = {tuple(names) for names in person_lists(request) if len(names) == len(values) >= 2}
+        if len(fits) == 1:
+            out.update(zip(values, next(iter(fits)), strict=True))
+    return out
+
+
 def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | None:
     """The offered tool a file-path parameter's values come from: the one its description names, else, for a
     parameter described as paths of files or documents ("Local paths of files to attach"), the one offered tool
@@ -108,15 +163,16 @@ def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str] | None:
 def name_in_request(value: str, request: str) -> str | None:
     """The name in ``request`` that a made-up identifier was built from, as the request writes it: a run of
     capitalised words one of which is a part of the value's local part (``priya.s@...`` and "Priya Sharma"), or
-    whose words joined are the local part (``alexkim@...`` and "Alex Kim"). None when no run, or more than one,
-    fits."""
+    whose words joined are the local part (``alexkim@...`` and "Alex Kim"), or a full name whose surname ends the
+    local part (``danielcruz@...`` and "Dana Cruz"). None when no run, or more than one, fits."""
     local = _fold(value.split("@")[0])
     parts = {p for p in _SPLIT.split(local) if len(p) >= 2}
     joined = _SPLIT.sub("", local)
     fits = []
     for run in _name_runs(request):
         words = [_fold(w) for w in run]
-        if parts & set(words) or (joined and joined == "".join(words)):
+        if parts & set(words) or (joined and joined == "".join(words)) or (
+                len(words) > 1 and len(words[-1]) >= 4 and joined.endswith(words[-1])):  # danielcruz@: "Dana Cruz"
             fits.append(" ".join(run))
     fits = list(dict.fromkeys(fits))
     return fits[0] if len(fits) == 1 else None
@@ -158,17 +214,23 @@ def _one_text_param(tool: Tool) -> str | None:
     return required[0]
 
 
-def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], request: str) -> Call | None:
+def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], request: str,
+              paired: Mapping[str, str] | None = None) -> Call | None:
     """The call that gives ``value`` for ``tool``'s parameter ``name`` (step number 0, set by the caller), or
-    None."""
+    None. ``paired``: the person each of the call's made-up numbers was meant for (:func:`pair_numbers`)."""
+    paired = paired or {}
     schema: Mapping[str, Any] = (tool.parameters.get("properties") or {}).get(name) or {}
     kind = identifier_kind(schema)
     if kind is not None:
         finder = sole_finder(kind, tools)
         person = name_in_request(value, request) if finder is not None else None
         if person is None and finder is not None and not re.search(r"[^\W\d_]", value):
-            names = request_names(request)  # a made-up number is no one's name: the request's one name, if one
-            person = names[0] if len(names) == 1 else None
+            # A made-up number is no one's name: the person it was meant for, paired in order when the call made
+            # up one for each of a list ("text Marta and Diego"), else the request's one person, if one.
+            person = paired.get(value)
+            if person is None:
+                names = people(request)
+                person = names[0] if len(names) == 1 else None
         if finder is None or person is None:
             return None
         return Call(0, finder[0], {finder[1]: person})
@@ -197,13 +259,19 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
     def renumber(ref: Ref) -> Ref:
         return Ref(numbers.get(ref.step, ref.step))
 
+    targets = _targets(plan, tools, request, known)
     for call in plan.calls:
         tool = tools.get(call.name)
         bad = _made_up(call, tools, known)
         args = dict(map_refs(call.args, renumber))
         if tool is not None and bad:
+            paired = pair_numbers(bad, request)
             for name, value in bad:
-                producer = _producer(name, value, tool, tools, request)
+                producer = _producer(name, value, tool, tools, request, paired)
+                if producer is not None and name not in tool.required and any(
+                        step != call.id and person in producer.args.values() and _once(person, request)
+                        for step, person in targets):
+                    producer = None  # "text it to Ellie and Sam, and add book club to my calendar": not invited
                 if producer is not None:
                     key = (producer.name, repr(sorted(producer.args.items())))
                     if key not in made:
@@ -225,6 +293,34 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
     if not notes:
         return plan, []
     return Plan(calls=tuple(out), answer=plan.answer), notes
+
+
+def _targets(plan: Plan, tools: Mapping[str, Tool], request: str, known: str) -> set[tuple[int, str]]:
+    """``(step, person)`` for each person a call of ``plan`` acts on by a required identifier: made up from the
+    person's name, or passed from a lookup of it. A person the request names once is one call's target; a made-up
+    identifier of that person in another call's optional parameter is left out, not looked up."""
+    by_id = {c.id: c for c in plan.calls}
+    out: set[tuple[int, str]] = set()
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        if tool is None:
+            continue
+        bad = _made_up(call, tools, known)
+        paired = pair_numbers(bad, request)
+        for name, value in bad:
+            producer = _producer(name, value, tool, tools, request, paired) if name in tool.required else None
+            out |= {(call.id, str(v)) for v in (producer.args.values() if producer is not None else ())}
+        for name in tool.required:
+            for ref in find_refs(call.args.get(name)):
+                source = by_id.get(ref.step)
+                if source is not None and lookup_kind(tools.get(source.name)) is not None:
+                    out |= {(call.id, v) for v in source.args.values() if isinstance(v, str)}
+    return out
+
+
+def _once(name: str, request: str) -> bool:
+    """Whether the request writes ``name`` once ("invite Omar" after "Email Omar" acts on him twice)."""
+    return len(re.findall(rf"(?<![\w'’]){re.escape(name)}(?![\w’])", request, re.IGNORECASE)) <= 1
 
 
 def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:

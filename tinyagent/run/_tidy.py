@@ -13,6 +13,13 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
   the people another call of the plan invites, whose tool says it sends invitations ("Creates an entry ... and
   sends invitations to any attendees"), when the request names no channel ("... and send them both invites"):
   the invitations were the message.
+* **A removal nobody asked for.** An unused call whose tool removes (its name or its description's first sentence
+  says delete, remove, trash, discard, erase or cancel) when the request asks to remove nothing: the 1.5B adds
+  ``notes_trash`` after a note it did not need; a destructive step must come from the request.
+* **A stray write.** An unused call that writes (not a reader, not a sender, not a lookup) into what another call
+  reads (the same text under any parameter), whose name's distinctive words the request never says and whose
+  longest text argument has no word of the request (a made-up packing list appended to the "Packing list" note the
+  request only asked to send).
 * **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
   to it go to the first, and it goes.
 
@@ -27,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import asked_channel, senders
-from ._clauses import name_words
+from ._clauses import name_words, same_target
 from ._lookups import lookup_kind
 from ._repair import drop_replaced
 
@@ -42,6 +49,10 @@ _QUESTION = re.compile(r"\?|(?:^|[.!;]\s+)(?:what|which|who|whom|whose|when|wher
                        r"can|could|will|should|any)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
 _INVITES = re.compile(r"\bsends? (?:an? |the )?invit", re.IGNORECASE)
+_REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg)\w*", re.IGNORECASE)
+_REMOVAL_ASKED = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|clear|drop|get rid|throw)\w*",
+                            re.IGNORECASE)
+_FIRST_SENTENCE = re.compile(r"^(.*?[.!?])(?:\s|$)", re.DOTALL)
 _CHANNEL_WORDS = re.compile(r"\b(?:e-?mail|mail|text|sms|message)", re.IGNORECASE)
 
 
@@ -89,6 +100,11 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used, "
                      "and the request does not ask for it: it only reads, or repeats an invitation)")
         calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
+    unasked = _unasked_removals(calls, tools, request) | _stray_writes(calls, tools, request)
+    if unasked and len(unasked) < len(calls):
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unasked))} (the request asks to "
+                     "remove nothing, or to write nothing there: it removes, or writes made-up text)")
+        calls = list(drop_replaced(calls, unasked).calls)
     if not notes:
         return plan, []
     return Plan(calls=tuple(calls), answer=plan.answer), notes
@@ -132,4 +148,42 @@ def _repeated_invitations(calls: Sequence[Call], tools: Mapping[str, Tool], requ
             recipients = frozenset(r for v in call.args.values() if isinstance(v, list) for r in find_refs(v))
             if recipients and any(recipients <= refs for refs in invited):
                 out.add(call.id)
+    return out
+
+
+def _removes(tool: Tool) -> bool:
+    """Whether a tool removes things, by its name's words or its description's first sentence."""
+    description = (tool.description or "").strip()
+    first = _FIRST_SENTENCE.match(description)
+    return bool(_REMOVES.search(" ".join(name_words(tool.name))) or _REMOVES.search(first.group(1) if first
+                                                                                      else description))
+
+
+def _unasked_removals(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused calls of tools that remove, when the request asks to remove nothing."""
+    if _REMOVAL_ASKED.search(request):
+        return set()
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    return {c.id for c in calls if c.id not in used and c.name in tools and _removes(tools[c.name])}
+
+
+def _stray_writes(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused writes the request does not name, into what another call of the plan reads, whose longest text is
+    made up (no word of four letters or more of it in the request)."""
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    sending = senders(tools.values())
+    said = set(_WORD.findall(request.lower()))
+    out = set()
+    for call in calls:
+        tool = tools.get(call.name)
+        if (tool is None or call.id in used or call.name in sending or reads_only(tool)
+                or lookup_kind(tool) is not None or _said(distinctive_words(call.name, tools), request)):
+            continue
+        texts = [v for v in call.args.values() if isinstance(v, str)]
+        longest = max(texts, key=len, default="")
+        words = {w for w in _WORD.findall(longest.lower()) if len(w) >= 4}
+        reread = any(o.id != call.id and o.name in tools and reads_only(tools[o.name]) and same_target(o, call)
+                     for o in calls)
+        if words and not words & said and reread:
+            out.add(call.id)
     return out

@@ -11,6 +11,10 @@ descriptions and schemas:
   video-conference room, and a venue that is a "Physical location or video-conference URL"; or a parameter whose
   description names the tool as its source): that parameter gets the step's result. The descriptions must share at
   least two content words, so a map URL is not a meeting's venue.
+* **What was read, sent.** A read of something the request names ("text my Book club picks note to Ellie", "send
+  Carla the recipe from my Lasagna note") whose result no step uses, in a request that gives no message of its own
+  (no "that ...", "saying ...", or quoted text): the text of each later message (:func:`~._channels.senders`, its
+  longest text argument) is that result.
 * **References of the wrong kind in an identifier list.** Where a parameter takes e-mail addresses or phone numbers
   and some of its references point at steps that find no such identifier, and the plan has exactly as many other
   lookups of that kind, those lookups take their places.
@@ -25,10 +29,12 @@ from typing import Any
 from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
+from ._channels import senders
 from ._clauses import name_words
 from ._lookups import lookup_kind, swap_lookups
 from ._producers import path_source, request_names, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
+from ._tidy import reads_only
 
 __all__ = ["wire_results"]
 
@@ -83,6 +89,7 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
         notes += _fill_made_up(call, args, calls, tools, known)
     calls, read = _read_located(calls, args, tools)
     notes += read
+    notes += _read_into_message(calls, args, tools, request)
     used = {r.step for a in args.values() for r in find_refs(a)}
     for step in calls:
         producer = tools.get(step.name)
@@ -303,3 +310,47 @@ def _split_shared(call: Call, args: dict[str, Any], calls: list[Call], tools: Ma
                 args[one] = [v for v in args[one] if v not in named]
                 notes.append(f"plan: step {call.id} passes {', '.join(str(r) for r in named)} as {other} only")
     return notes
+
+
+_GIVEN_MESSAGE = re.compile(r"\b(?:that|saying|says?|tell(?:ing)?)\b|[\"“‘][^\"”’]{3,}[\"”’]|(?:^|\s)'[^']{3,}'",
+                            re.IGNORECASE)
+
+
+def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
+                       request: str) -> list[str]:
+    """An unused read of what the request names, as the text of every later message, when the request gives no
+    message of its own."""
+    if not request or _GIVEN_MESSAGE.search(request):
+        return []
+    sending = senders(tools.values())
+    used = {r.step for a in args.values() for r in find_refs(a)}
+    notes: list[str] = []
+    for step in calls:
+        tool = tools.get(step.name)
+        if (tool is None or step.id in used or lookup_kind(tool) is not None or not reads_only(tool)
+                or not any(isinstance(v, str) and _named(v, request) for v in args[step.id].values())):
+            continue
+        for call in calls:
+            body = _body(tools[call.name], args[call.id]) if call.name in sending else None
+            if body is None or call.id == step.id or _depends(step.id, call.id, args):
+                continue
+            args[call.id][body] = Ref(step.id)
+            notes.append(f"plan: step {call.id} sends step {step.id}'s result as {body} (the request names what "
+                         "was read, and gives no message of its own)")
+    return notes
+
+
+def _named(value: str, request: str) -> bool:
+    """Whether the request writes every word of ``value`` ("Book club picks" in "my Book club picks note")."""
+    words = re.findall(r"\w+", value.lower())
+    said = set(re.findall(r"\w+", request.lower()))
+    return bool(words) and all(w in said for w in words)
+
+
+def _body(tool: Tool, args: Mapping[str, Any]) -> str | None:
+    """A message call's text: its required text argument with the longest literal value (not an identifier)."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    texts = [(len(value), name) for name, value in args.items() if name in tool.required and isinstance(value, str)
+             and isinstance(schema := props.get(name), Mapping) and schema.get("type", "string") == "string"
+             and identifier_kind(schema) is None and "enum" not in schema and "format" not in schema]
+    return max(texts)[1] if texts else None

@@ -209,3 +209,23 @@ def test_a_removal_or_a_made_up_write_nobody_asked_for_goes() -> None:
     assert [c.name for c in tidy.calls] == ["note_get", "mail"] and notes
     asked = "Send my Packing list note to jo@x.io, then delete it and append laptop to my Todo note"
     assert [c.name for c in tidy_plan(plan, tools, asked)[0].calls] == ["note_get", "note_extend", "mail", "note_bin"]
+
+
+def test_calls_that_repeat_a_messages_words_beyond_the_clauses_that_ask_for_them_go() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("remindersAdd", "Adds a to-do item to a list.", {"task": TEXT, "due": TEXT}, ["task"]),
+        openai_fn("sms", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "remindersAdd", {"task": "Dinner at 8", "due": "2026-10-05 08:00:00"}),
+                       Call(2, "remindersAdd", {"task": "Bring wine"}),
+                       Call(3, "remindersAdd", {"task": "Buy dessert at 5pm"}),
+                       Call(4, "sms", {"to": ["+15550100"], "body": "Dinner at 8 and to bring wine"})))
+    request = "Text +15550100 that dinner's at 8 and to bring wine, and remind me to buy dessert today at 5pm."
+    tidy, notes = tidy_plan(plan, tools, request)
+    assert [c.args.get("task") for c in tidy.calls] == ["Buy dessert at 5pm", None] and notes
+    two = "Text +15550100 that dinner's at 8, remind me about dinner at 8 and remind me to buy dessert"
+    kept = [c.args.get("task") for c in tidy_plan(plan, tools, two)[0].calls]  # a clause asks for the dinner one
+    assert kept == ["Dinner at 8", "Buy dessert at 5pm", None]

@@ -34,6 +34,7 @@ from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import channel_problem
 from ._dangling import cut_plan_text, dangling_problem
+from ._durations import fix_durations
 from ._items import item_problem
 from ._lookups import finds_kind, mismatched_refs, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
@@ -536,6 +537,8 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
         out.append(fixed)
     notes += [f"plan: step {new.id} left out {', '.join(sorted(set(old.args) - set(new.args)))} (not in the request)"
               for old, new in zip(calls, out, strict=True) if set(new.args) < set(old.args)]
+    out, lengths = fix_durations(out, tools, query)
+    notes += lengths
     gone = redundant_date_steps(out, tools, query)
     if gone:
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(gone))} (today's date is known)")

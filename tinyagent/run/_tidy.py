@@ -20,6 +20,10 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
   reads (the same text under any parameter), whose name's distinctive words the request never says and whose
   longest text argument has no word of the request (a made-up packing list appended to the "Packing list" note the
   request only asked to send).
+* **Another call's words, again.** Unused calls of a tool that the request's clauses name fewer times than the
+  plan calls it, whose words all lie in one message's text and in none of those clauses: "Text Ines and Pablo
+  that dinner's at 8 and to bring wine, and remind me to buy dessert" planned with reminders "Dinner at 8" and
+  "Bring wine" beside the text message that says both.
 * **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
   to it go to the first, and it goes.
 
@@ -34,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import asked_channel, senders
-from ._clauses import name_words, same_target
+from ._clauses import name_words, named_clauses, same_target
 from ._lookups import lookup_kind
 from ._repair import drop_replaced
 
@@ -100,10 +104,11 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used, "
                      "and the request does not ask for it: it only reads, or repeats an invitation)")
         calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
-    unasked = _unasked_removals(calls, tools, request) | _stray_writes(calls, tools, request)
+    unasked = _unasked_removals(calls, tools, request) | _stray_writes(calls, tools, request) | _echoes(
+        calls, tools, request)
     if unasked and len(unasked) < len(calls):
-        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unasked))} (the request asks to "
-                     "remove nothing, or to write nothing there: it removes, or writes made-up text)")
+        notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unasked))} (the request does not ask "
+                     "for it: it removes, writes made-up text, or repeats another call's words)")
         calls = list(drop_replaced(calls, unasked).calls)
     if not notes:
         return plan, []
@@ -186,4 +191,38 @@ def _stray_writes(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
                      for o in calls)
         if words and not words & said and reread:
             out.add(call.id)
+    return out
+
+
+_CONTENT = re.compile(r"[a-z][a-z0-9']{2,}")
+_LETTERS = re.compile(r"[^\W\d_]")
+_FILLER = frozenset(["the", "and", "for", "with", "that", "this", "from", "you", "your", "are", "our"])
+
+
+def _content(value: object) -> set[str]:
+    texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] \
+        if isinstance(value, list) else []
+    return {w for t in texts for w in _CONTENT.findall(t.lower()) if w not in _FILLER}
+
+
+def _echoes(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused calls of a tool the clauses name fewer times than the plan calls it, whose words (of its longest text)
+    a message's longest text holds and none of those clauses says."""
+    named = named_clauses(request, tools)
+    sending = senders(tools.values())
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    texts = {c.id: _content(max((v for v in c.args.values() if isinstance(v, str) and _LETTERS.search(v)),
+                                key=len, default="")) for c in calls}
+    out: set[int] = set()
+    for name in dict.fromkeys(c.name for c in calls):
+        clauses = [text for group, text in named if name in group]
+        mine = [c for c in calls if c.name == name]
+        if not clauses or len(mine) <= len(clauses):
+            continue
+        said = set().union(*(_content(t) for t in clauses))
+        for call in mine:
+            words = texts[call.id]
+            if (call.id not in used and words and not words & said and len(mine) - len(out) > len(clauses)
+                    and any(words <= texts[o.id] for o in calls if o.name != name and o.name in sending)):
+                out.add(call.id)
     return out

@@ -1,0 +1,83 @@
+"""A length of time copied in the request's unit where the parameter asks for another: no model call.
+
+"Put Team offsite on my calendar next Monday at 9am for 8 hours" was planned as ``length_minutes=8``: the planner
+copied the request's number and not its unit. Where a numeric parameter says its unit (by its name's words, or else
+its description: seconds, minutes or hours), the request gives exactly one length of time ("for 8 hours", "a
+90-minute call", "for an hour and a half"), and the call passes that length's bare number in another unit, the value
+becomes the length in the parameter's unit (480). Relative times ("in 2 hours", "2 hours before") are no lengths.
+Nothing is keyed to a tool's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._plan import Call
+from .._tools import Tool
+
+__all__ = ["fix_durations", "parameter_unit", "request_durations"]
+
+_SECONDS = {"second": 1.0, "sec": 1.0, "minute": 60.0, "min": 60.0, "hour": 3600.0, "hr": 3600.0, "h": 3600.0}
+_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+          "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "ninety": 90}
+_NUMBER = r"(?P<n>\d+(?:\.\d+)?|" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r"|half an?)"
+_UNIT = r"(?P<unit>hours?|hrs?|h|minutes?|mins?|seconds?|secs?)"
+# "for 8 hours", "for an hour and a half", "lasting 2 hours"; "a 90-minute call", "a 2 hour meeting".
+_LENGTH = re.compile(
+    rf"\b(?:(?:for|lasting|of|takes?|long)\s+(?:about\s+|around\s+)?{_NUMBER}\s*{_UNIT}(?P<half>\s+and\s+a\s+half)?\b"
+    rf"|{_NUMBER.replace('?P<n>', '?P<n2>')}[\s-]{_UNIT.replace('?P<unit>', '?P<unit2>')}[\s-]"
+    r"(?:long\s+)?(?:meeting|call|session|event|block|slot|appointment|workshop|class|ride|walk|run|drive)\b)",
+    re.IGNORECASE)
+_UNIT_WORD = re.compile(r"\b(seconds?|secs?|minutes?|mins?|hours?|hrs?)\b", re.IGNORECASE)
+
+
+def request_durations(text: str) -> list[tuple[float, float]]:
+    """The lengths of time ``text`` gives, each as ``(the number written, seconds)``, in order."""
+    out = []
+    for match in _LENGTH.finditer(text):
+        number = (match.group("n") or match.group("n2")).lower()
+        unit = (match.group("unit") or match.group("unit2")).lower().rstrip("s") or "s"
+        written = 0.5 if number.startswith("half") else float(_WORDS.get(number, 0) or number)
+        amount = written + (0.5 if match.group("half") else 0.0)
+        out.append((written, amount * _SECONDS.get(unit, 1.0)))
+    return out
+
+
+def parameter_unit(name: str, schema: Mapping[str, Any]) -> float | None:
+    """Seconds per unit of a numeric parameter, by the unit its name says, or else its description (None: it
+    says none, or more than one)."""
+    if schema.get("type") not in ("integer", "number"):
+        return None
+    for text in (re.sub(r"[_\W]+", " ", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)), schema.get("description", "")):
+        units = {_SECONDS[u.lower().rstrip("s")] for u in _UNIT_WORD.findall(str(text))}
+        if units:
+            return units.pop() if len(units) == 1 else None
+    return None
+
+
+def fix_durations(calls: Sequence[Call], tools: Mapping[str, Tool], query: str) -> tuple[list[Call], list[str]]:
+    """``calls`` with a length of time passed as the request's bare number in the parameter's unit; with notes."""
+    lengths = {seconds for _, seconds in request_durations(query)}
+    if len(lengths) != 1:
+        return list(calls), []
+    written = {number for number, _ in request_durations(query)}
+    seconds = lengths.pop()
+    out, notes = [], []
+    for call in calls:
+        tool = tools.get(call.name)
+        props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
+        args = dict(call.args)
+        for name, value in call.args.items():
+            schema = props.get(name)
+            unit = parameter_unit(name, schema) if isinstance(schema, Mapping) else None
+            if unit is None or isinstance(value, bool) or not isinstance(value, int | float) or value not in written:
+                continue
+            wanted = seconds / unit
+            if wanted != value and (wanted.is_integer() or schema.get("type") == "number"):
+                args[name] = int(wanted) if wanted.is_integer() else wanted
+                notes.append(f"plan: step {call.id} passed {name}={value}; the request's length is {args[name]} in "
+                             "its unit")
+        out.append(Call(call.id, call.name, args) if args != call.args else call)
+    return out, notes

@@ -61,6 +61,8 @@ def test_a_clause_no_step_serves() -> None:
     assert unserved is not None and unserved[1] == {"reminderAdd"} and "remind" in unserved[0]
     assert unserved_clause(request, tools, [*texted, Call(3, "reminderAdd", {"title": "pay"})]) is None
     assert unserved_clause(request, tools, []) is None  # no plan: the no-tool decision's
+    two = "Summarize the lease and remind me to pay the bill next week"  # two clauses name different tools
+    assert unserved_clause(two, tools, []) is not None
     assert unserved_clause("Text Alex that the reminder app is down", tools, texted) is None
 
 

@@ -382,3 +382,44 @@ def test_a_plan_serving_two_clauses_that_name_its_tools_is_never_refused(monkeyp
                   settings=AgentSettings(no_tool_second_choice=False))
     result = asyncio.run(agent.plan("Set up a video call named Vendor selection", today=TODAY))
     assert result.plan.calls == () and result.no_tool_check.refused  # one clause: the decision's as before
+
+
+@tool
+def video_room_open(topic: str) -> str:
+    """Opens a video-conference room and returns its join URL.
+
+    Args:
+        topic: the meeting's topic.
+    """
+    return "https://meet.example/abc"
+
+
+@tool
+def calendar_entry_add(title: str, venue: str = "") -> str:
+    """Adds an entry to the calendar.
+
+    Args:
+        title: the entry's title.
+        venue: where it happens.
+    """
+    return f"added {title}"
+
+
+def _named_second_choice_model(second: str) -> ScriptedModel:
+    """Plans ``get_route`` first (refused: Paris and Lyon are not in the request); once the grammar leaves it out,
+    plans ``second``."""
+    def reply(request: ModelRequest) -> str:
+        return second if request.grammar and "get_route" not in request.grammar else ROUTE_PLAN
+
+    return ScriptedModel(reply, preference_probs=lambda request: {"no_tool": 0.4})
+
+
+def test_a_second_choice_of_what_a_clause_names_is_kept_in_a_plan_of_several_tools() -> None:
+    request = "Set up a video call with Liz tomorrow at 9 about the design review"
+    several = '1. video_room_open(topic="Q")\n2. calendar_entry_add(title="Q", venue=$1)\n3. join()\n<END_OF_PLAN>'
+    tools = [get_route, video_room_open, calendar_entry_add]
+    model = _named_second_choice_model(several)
+    result = asyncio.run(Agent(tools, model=model).plan(request, today=TODAY))
+    assert [c.name for c in result.plan.calls] == ["video_room_open", "calendar_entry_add"]
+    one = _named_second_choice_model('1. calendar_entry_add(title="Q")\n2. join()\n<END_OF_PLAN>')
+    assert asyncio.run(Agent(tools, model=one).plan(request, today=TODAY)).plan.calls == ()  # checked: refused

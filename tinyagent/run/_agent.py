@@ -21,7 +21,7 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
-from ._clauses import named_clauses, same_target, unserved_clause
+from ._clauses import named_clauses, named_groups, same_target, unserved_clause
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
@@ -176,16 +176,22 @@ class Agent:
                              refused: Plan, request: ModelRequest
                              ) -> tuple[Model, Completion, Plan, ModelRequest, NoToolCheck] | None:
         """The plan the planner writes with the refused plan's tools left out of the grammar, when the no-tool
-        decision lets its calls through (``AgentSettings.no_tool_second_choice``); None: keep the refusal."""
+        decision lets its calls through (``AgentSettings.no_tool_second_choice``); None: keep the refusal. When a
+        clause of the request names offered tools the refused plan did not call, the second plan must call one of
+        them, and it is kept without the decision when it calls one among two tools or more (a request's clause
+        named it, and a plan of several steps is no loosely related single call)."""
         banned = frozenset(c.name for c in refused.calls)
         left = {n: t for n, t in state.offer.tools.items() if n not in banned}
         if not self.settings.no_tool_second_choice or not left:
             return None
         state.result.usage = state.result.usage + completion.usage
         state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
-        state.banned = banned
+        # A clause that names tools the refused plan did not call ("Set up a video call ..." planned as a route):
+        # the second choice calls one of them.
+        named = tuple(g for g in named_groups(state.query, left) if not g & banned)[:1]
+        state.banned, state.required = banned, named
         again = planner_request(state, self.settings, setup.router, model, 1, ())
-        state.banned = frozenset()
+        state.banned, state.required = frozenset(), ()
         try:
             model, completion, plan = await plan_once(setup.router, model, again, left)
         except PlanError as exc:
@@ -193,9 +199,13 @@ class Agent:
             return None
         if not plan.calls:
             return None
-        check = await check_no_tool(setup.router, model, again, completion, plan.calls, state.query, left,
-                                    second_choice_settings(self.settings), join_probability(completion),
-                                    state.result.notes)
+        called = {c.name for c in plan.calls}
+        if named and called & named[0] and len(called) >= 2:
+            check: NoToolCheck | None = NoToolCheck()  # what a clause names, in a plan of several tools: kept
+        else:
+            check = await check_no_tool(setup.router, model, again, completion, plan.calls, state.query, left,
+                                        second_choice_settings(self.settings), join_probability(completion),
+                                        state.result.notes)
         if check is not None and check.refused:
             return None
         state.result.notes.append(f"plan: second choice without {', '.join(sorted(banned))}: "

@@ -129,10 +129,11 @@ def _says(verb: str, words: Iterable[str]) -> bool:
 def unserved_clause(request: str, tools: Mapping[str, Tool],
                     calls: Iterable[Call]) -> tuple[str, frozenset[str]] | None:
     """The note for planning again, and the tools one of which the plan must call, when a clause of the request
-    opens with a verb that names offered tools and a plan with calls calls none of them; None otherwise."""
+    opens with a verb that names offered tools and a plan with calls calls none of them (or a plan with no call,
+    when two clauses name different tools: "Set up a video call ..., and remind me ..."); None otherwise."""
     called = {c.name for c in calls}
-    if not called:
-        return None
+    if not called and len(named_groups(request, tools)) < 2:
+        return None  # (a plan with no call is the no-tool decision's, unless two clauses name different tools)
     for verb, head in dict.fromkeys(clause_heads(request)):
         verb, named = _clause_tools(verb, head, tools)
         if named and not called & named:

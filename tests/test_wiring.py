@@ -229,3 +229,20 @@ def test_calls_that_repeat_a_messages_words_beyond_the_clauses_that_ask_for_them
     two = "Text +15550100 that dinner's at 8, remind me about dinner at 8 and remind me to buy dessert"
     kept = [c.args.get("task") for c in tidy_plan(plan, tools, two)[0].calls]  # a clause asks for the dinner one
     assert kept == ["Dinner at 8", "Buy dessert at 5pm", None]
+
+
+def test_a_path_from_a_step_that_finds_none_comes_from_the_paths_source() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("note_find", "Full-text search across notes. Returns matching notes with an excerpt each.",
+                  {"words": TEXT}, ["words"]),
+        openai_fn("doc_find", "Searches the user's documents. Returns the absolute path of the best match.",
+                  {"terms": TEXT}, ["terms"]),
+        openai_fn("digest", "Produces a short summary of a document.",
+                  {"file": {"type": "string", "description": "Path of the document, as returned by doc_find."}},
+                  ["file"]),
+    ])
+    plan = Plan(calls=(Call(1, "note_find", {"words": "Falcon proposal"}), Call(2, "digest", {"file": Ref(1)})))
+    wired, notes = wire_results(plan, tools, "x", "Summarize the Falcon proposal")
+    assert wired.calls[0] == Call(1, "doc_find", {"terms": "Falcon proposal"}) and notes
+    shown = Plan(calls=(*plan.calls, Call(3, "digest", {"file": Ref(1)})))  # its result goes elsewhere too: kept
+    assert wire_results(shown, tools, "x", "Summarize the Falcon proposal")[0].calls[0].name == "note_find"

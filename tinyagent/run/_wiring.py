@@ -15,6 +15,9 @@ descriptions and schemas:
   Carla the recipe from my Lasagna note") whose result no step uses, in a request that gives no message of its own
   (no "that ...", "saying ...", or quoted text): the text of each later message (:func:`~._channels.senders`, its
   longest text argument) is that result.
+* **A path from a step that finds none.** A file-path parameter (its source by :func:`~._producers.path_source`)
+  passed the result of another text search ("Summarize the Project Falcon proposal" planned as a note search and a
+  summary of its result), used nowhere else: that step becomes the source, with the same words.
 * **References of the wrong kind in an identifier list.** Where a parameter takes e-mail addresses or phone numbers
   and some of its references point at steps that find no such identifier, and the plan has exactly as many other
   lookups of that kind, those lookups take their places.
@@ -89,6 +92,8 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
         notes += _fill_made_up(call, args, calls, tools, known)
     calls, read = _read_located(calls, args, tools)
     notes += read
+    calls, found = _found_by_the_source(calls, args, tools)
+    notes += found
     notes += _read_into_message(calls, args, tools, request)
     used = {r.step for a in args.values() for r in find_refs(a)}
     for step in calls:
@@ -141,6 +146,42 @@ def _read_located(calls: list[Call], args: dict[int, dict[str, Any]],
                              f"{call.name}")
                 break
     return out, notes
+
+
+def _found_by_the_source(calls: list[Call], args: dict[int, dict[str, Any]],
+                         tools: Mapping[str, Tool]) -> tuple[list[Call], list[str]]:
+    """Steps whose one text argument searches for what a later call's path parameter takes, by a tool other than
+    that parameter's source, used nowhere else: called with the source instead, with the same words."""
+    out, notes = list(calls), []
+    at = {c.id: i for i, c in enumerate(out)}
+    uses: dict[int, int] = {}
+    for a in args.values():
+        for ref in find_refs(a):
+            uses[ref.step] = uses.get(ref.step, 0) + 1
+    for call in calls:
+        props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+        for name, value in args[call.id].items():
+            source = path_source(props.get(name) or {}, tools)
+            param = _text_param(tools[source]) if source is not None and source != call.name else None
+            for ref in find_refs(value) if param is not None else ():
+                step = out[at[ref.step]] if ref.step in at else None
+                texts = [v for v in args[step.id].values() if isinstance(v, str)] if step is not None else []
+                if step is None or step.name == source or uses.get(step.id) != 1 or len(texts) != 1 \
+                        or len(args[step.id]) != 1 or lookup_kind(tools.get(step.name)) is not None:
+                    continue
+                out[at[step.id]] = Call(step.id, str(source), {})
+                args[step.id] = {str(param): texts[0]}
+                notes.append(f"plan: step {step.id} finds the path step {call.id} takes with {source}, not "
+                             f"{step.name}")
+    return out, notes
+
+
+def _text_param(tool: Tool) -> str | None:
+    """A tool's only required parameter, when it takes text."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    required = list(tool.required)
+    ok = len(required) == 1 and (props.get(required[0]) or {}).get("type", "string") == "string"
+    return required[0] if ok else None
 
 
 def _path_param(tool: Tool, finder: str, tools: Mapping[str, Tool]) -> str | None:

@@ -423,3 +423,16 @@ def test_a_second_choice_of_what_a_clause_names_is_kept_in_a_plan_of_several_too
     assert [c.name for c in result.plan.calls] == ["video_room_open", "calendar_entry_add"]
     one = _named_second_choice_model('1. calendar_entry_add(title="Q")\n2. join()\n<END_OF_PLAN>')
     assert asyncio.run(Agent(tools, model=one).plan(request, today=TODAY)).plan.calls == ()  # checked: refused
+
+
+def test_a_refused_free_second_choice_is_planned_once_more_with_the_named_tools_required() -> None:
+    request = "Set up a video call with Liz tomorrow at 9 about the design review"
+    replies = iter([ROUTE_PLAN, '1. calendar_entry_add(title="Q")\n2. join()\n<END_OF_PLAN>',
+                    '1. video_room_open(topic="Q")\n2. calendar_entry_add(title="Q", venue=$1)\n3. join()\n'
+                    '<END_OF_PLAN>'])
+    model = ScriptedModel(lambda request: next(replies), preference_probs=lambda request: {"no_tool": 0.4})
+    tools = [get_route, video_room_open, calendar_entry_add]
+    result = asyncio.run(Agent(tools, model=model).plan(request, today=TODAY))
+    assert [c.name for c in result.plan.calls] == ["video_room_open", "calendar_entry_add"]
+    planned = [r for r in model.requests if r.grammar]
+    assert len(planned) == 3 and planned[2].grammar != planned[1].grammar  # the third requires the room tool

@@ -176,37 +176,44 @@ class Agent:
                              refused: Plan, request: ModelRequest
                              ) -> tuple[Model, Completion, Plan, ModelRequest, NoToolCheck] | None:
         """The plan the planner writes with the refused plan's tools left out of the grammar, when the no-tool
-        decision lets its calls through (``AgentSettings.no_tool_second_choice``); None: keep the refusal. When a
-        clause of the request names offered tools the refused plan did not call, the second plan must call one of
-        them, and it is kept without the decision when it calls one among two tools or more (a request's clause
-        named it, and a plan of several steps is no loosely related single call)."""
+        decision lets its calls through (``AgentSettings.no_tool_second_choice``); None: keep the refusal. A second
+        plan that calls a tool a clause of the request names (one the refused plan did not call) among two tools or
+        more is kept without the decision: a request's clause named it, and a plan of several steps is no loosely
+        related single call. When the second plan calls none and is refused too, and the request asks to send by no
+        channel, the named tools are required in the grammar for one more plan (required at once, they made the
+        1.5B write eleven steps)."""
         banned = frozenset(c.name for c in refused.calls)
         left = {n: t for n, t in state.offer.tools.items() if n not in banned}
         if not self.settings.no_tool_second_choice or not left:
             return None
         state.result.usage = state.result.usage + completion.usage
         state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
-        # A clause that names tools the refused plan did not call ("Set up a video call ..." planned as a route):
-        # the second choice calls one of them.
+        # Tools a clause names that the refused plan did not call ("Set up a video call ..." planned as a route).
         named = tuple(g for g in named_groups(state.query, left) if not g & banned)[:1]
-        state.banned, state.required = banned, named
-        again = planner_request(state, self.settings, setup.router, model, 1, ())
-        state.banned, state.required = frozenset(), ()
-        try:
-            model, completion, plan = await plan_once(setup.router, model, again, left)
-        except PlanError as exc:
-            state.result.notes.append(f"plan: the second choice was invalid ({exc}); kept the refusal")
-            return None
-        if not plan.calls:
-            return None
-        called = {c.name for c in plan.calls}
-        if named and called & named[0] and len(called) >= 2:
-            check: NoToolCheck | None = NoToolCheck()  # what a clause names, in a plan of several tools: kept
-        else:
+        # Required in the grammar only where no channel is asked (a request to send is planned again with a
+        # call first when the refusal stands: _repaired, which served "locate the slides and email them" better).
+        retry = bool(named) and unserved_channel(state.query, state.offer.tools) is None
+        for required in ((), named) if retry else ((),):
+            state.banned, state.required = banned, required
+            again = planner_request(state, self.settings, setup.router, model, 1, ())
+            state.banned, state.required = frozenset(), ()
+            try:
+                model, completion, plan = await plan_once(setup.router, model, again, left)
+            except PlanError as exc:
+                state.result.notes.append(f"plan: the second choice was invalid ({exc}); kept the refusal")
+                return None
+            called = {c.name for c in plan.calls}
+            if named and called & named[0] and len(called) >= 2:
+                check: NoToolCheck | None = NoToolCheck()  # what a clause names, in a plan of several tools: kept
+                break
             check = await check_no_tool(setup.router, model, again, completion, plan.calls, state.query, left,
                                         second_choice_settings(self.settings), join_probability(completion),
-                                        state.result.notes)
-        if check is not None and check.refused:
+                                        state.result.notes) if plan.calls else None
+            if plan.calls and not (check is not None and check.refused):
+                break
+            state.result.usage = state.result.usage + completion.usage  # (refused again: one more, or none)
+            state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
+        else:
             return None
         state.result.notes.append(f"plan: second choice without {', '.join(sorted(banned))}: "
                                   f"{', '.join(c.name for c in plan.calls)}")

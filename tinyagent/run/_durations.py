@@ -70,7 +70,8 @@ def fix_durations(calls: Sequence[Call], tools: Mapping[str, Tool], query: str) 
         props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
         args = dict(call.args)
         for name, value in call.args.items():
-            schema: Mapping[str, Any] = props.get(name) if isinstance(props.get(name), Mapping) else {}
+            found = props.get(name)
+            schema: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
             unit = parameter_unit(name, schema) if schema else None
             if unit is None or isinstance(value, bool) or not isinstance(value, int | float) or value not in written:
                 continue

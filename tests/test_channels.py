@@ -85,6 +85,11 @@ def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_othe
     assert unserved_channel("Email Ann the text of my note", tools, mailed) is None  # no clause texts
     met = [Call(1, "meet", {"title": "Lasagna"})]
     assert "buzz" in (unserved_channel("Pls send Carla the recipe by text", tools, met) or "")  # chat shorthand
+    # "Send ... to an address" sends by e-mail though no word names the channel
+    given = "Send my Packing list note to jo.lee@fastmail.com and text the same list to +44 7700 900123"
+    texted = [Call(1, "buzz", {"numbers": ["+44 7700 900123"], "body": "list"})]
+    assert "no step sends an e-mail" in (unserved_channel(given, tools, texted) or "")
+    assert unserved_channel("Text the same list to +44 7700 900123", tools, texted) is None
 
 
 def test_a_need_left_by_the_second_plan_is_planned_for_once_more_and_merged() -> None:

@@ -246,3 +246,16 @@ def test_a_path_from_a_step_that_finds_none_comes_from_the_paths_source() -> Non
     assert wired.calls[0] == Call(1, "doc_find", {"terms": "Falcon proposal"}) and notes
     shown = Plan(calls=(*plan.calls, Call(3, "digest", {"file": Ref(1)})))  # its result goes elsewhere too: kept
     assert wire_results(shown, tools, "x", "Summarize the Falcon proposal")[0].calls[0].name == "note_find"
+
+
+def test_a_recipient_from_a_search_gets_the_lookup_of_the_one_person_not_of_a_notes_title() -> None:
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("note_find", "Full-text search across notes.", {"words": TEXT}, ["words"]),
+        openai_fn("mobile", "Finds a person's mobile number.", {"name": TEXT}, ["name"]),
+        openai_fn("sms", "Sends an SMS.", {"to": numbers, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "note_find", {"words": "Home wifi"}), Call(2, "sms", {"to": [Ref(1)], "body": "pw"})))
+    request = "text my brother Luis the wifi password from my Home wifi note"
+    wired, _ = wire_results(plan, tools, request, request)
+    assert any(c.name == "mobile" and c.args == {"name": "Luis"} for c in wired.calls)

@@ -139,8 +139,8 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     sent = _sent(calls, sending)
     missing = [w for w in wants if w not in sent]
     # "Text Victor that ..., and email him the deck": a clause opens with the unsent channel's verb
-    if sent and len(wants) > 1 and missing and any(_WORDS[missing[0]].fullmatch(m.group().split()[-1].strip(",;:.!"))
-                                                   for m in _SEND_VERB.finditer(request)):
+    if sent and len(wants) > 1 and missing and (missing[0] in _sent_to_given(request) or any(
+            _WORDS[missing[0]].fullmatch(m.group().split()[-1].strip(",;:.!")) for m in _SEND_VERB.finditer(request))):
         right = sorted(name for name, k in sending.items() if k & set(missing))
         return (f"the request asks to send {' and '.join(_WHAT[w] for w in wants)}, and no step sends "
                 f"{_WHAT[missing[0]]}; {_names(right)} that") if right else None
@@ -156,9 +156,25 @@ def asks_question(request: str) -> bool:
 
 def _asked_channels(request: str) -> list[str]:
     """The one channel the request asks for, or both where it speaks of both ("Text Victor ..., and email him
-    ...")."""
+    ..."), or where it speaks of one and sends to an identifier of the other ("Send my Packing list note to
+    jo@x.io and text the same list to +44 ...")."""
     one = asked_channel(request)
-    return [one] if one is not None else _spoken_channels(request)
+    found = [one] if one is not None else _spoken_channels(request)
+    return found + [kind for kind in _sent_to_given(request) if kind not in found]
+
+
+_PLAIN_SEND = re.compile(r"\b(?:send|forward|share)\b(.*?)(?=,|;|\.\s|\band\b|\bthen\b|$)", re.IGNORECASE)
+
+
+def _sent_to_given(request: str) -> list[str]:
+    """The identifier kinds written in a clause that sends by a verb naming no channel ("Send my note to
+    jo@x.io")."""
+    kinds = []
+    for match in _PLAIN_SEND.finditer(_DATE.sub(" ", request)):
+        for kind, shape in _GIVEN.items():
+            if any(kind == "email" or sum(c.isdigit() for c in m) >= 7 for m in shape.findall(match.group(1))):
+                kinds.append(kind)
+    return list(dict.fromkeys(kinds))
 
 
 def _spoken_channels(request: str) -> list[str]:

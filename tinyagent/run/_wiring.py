@@ -35,7 +35,7 @@ from .._tools import Tool
 from ._channels import senders
 from ._clauses import name_words
 from ._lookups import lookup_kind, swap_lookups
-from ._producers import path_source, request_names, sole_finder, swap_literals
+from ._producers import path_source, people, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
 from ._tidy import reads_only
 
@@ -216,8 +216,9 @@ def _lookup_for_the_one_name(calls: list[Call], args: dict[int, dict[str, Any]],
                              request: str) -> tuple[list[Call], list[str]]:
     """Where an identifier list still passes one step that finds no identifier (a document search's path as the
     recipient of "Email Priya that ..."), the plan has no lookup of that kind, and the request writes exactly one
-    name: a lookup of that name, added (moved before the call by :func:`_in_order`)."""
-    names = request_names(request)
+    person: a lookup of that person, added (moved before the call by :func:`_in_order`). "my Home wifi note" is
+    no one's name (:func:`~._producers.people`)."""
+    names = people(request)
     if len(names) != 1:
         return calls, []
     by_id = {c.id: c for c in calls}

@@ -259,3 +259,19 @@ def test_a_recipient_from_a_search_gets_the_lookup_of_the_one_person_not_of_a_no
     request = "text my brother Luis the wifi password from my Home wifi note"
     wired, _ = wire_results(plan, tools, request, request)
     assert any(c.name == "mobile" and c.args == {"name": "Luis"} for c in wired.calls)
+
+
+def test_a_word_that_modifies_another_tools_noun_does_not_ask_for_the_read() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("agenda_of_day", "Returns every calendar entry of a day.", {"day": TEXT}, ["day"]),
+        openai_fn("mail_reply", "Sends a reply to an existing message.", {"match": TEXT, "body": TEXT},
+                  ["match", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "agenda_of_day", {"day": "2026-12-04"}),
+                       Call(2, "mail_reply", {"match": "Alex Chen", "body": "I'll take a look today"})))
+    request = "Reply to Alex Chen's offsite agenda mail saying I'll take a look today"
+    assert [c.name for c in tidy_plan(plan, tools, request)[0].calls] == ["mail_reply"]
+    asked = "Check my agenda for Monday and reply to Alex Chen's mail saying I'll take a look"
+    assert len(tidy_plan(plan, tools, asked)[0].calls) == 2

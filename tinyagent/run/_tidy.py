@@ -6,7 +6,8 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
 * **A stray read.** A step whose tool only reads (its description opens with a verb of reading: "Returns every
   calendar entry ...", "Checks whether a slot ...") whose result no step uses, in a plan with other steps, when
   the request asks no question and says none of the words that set the tool's name apart from the other offered
-  tools' names ("agenda", "availability"): its result would only reach the answer, which nobody asked for.
+  tools' names ("agenda", "availability"): its result would only reach the answer, which nobody asked for. A word
+  right before a noun of another tool's name modifies that noun and does not count ("the offsite agenda email").
 * **A lookup by an address.** An unused lookup of a contact by an e-mail address (``person_name="nora@example.com"``)
   looks up what it should have found.
 * **A message that repeats an invitation.** A call that sends a message (:func:`~._channels.senders`) to exactly
@@ -79,6 +80,16 @@ def distinctive_words(name: str, tools: Mapping[str, Tool]) -> set[str]:
     return {w for w in set(name_words(name)) - others if len(w) > 2}
 
 
+def _without_modifiers(request: str, name: str, tools: Mapping[str, Tool]) -> str:
+    """The request without the words that modify a noun another offered tool's name has: in "Reply to Alex Chen's
+    offsite agenda email", "agenda" says which e-mail, not that the calendar's agenda is wanted."""
+    nouns = {w for other in tools if other != name for w in name_words(other) if len(w) > 3}
+    nouns -= set(name_words(name))
+    if not nouns:
+        return request
+    return re.sub(rf"\b[a-z]+\s+(?=(?:{'|'.join(sorted(nouns))})\b)", " ", request, flags=re.IGNORECASE)
+
+
 def _said(words: set[str], request: str) -> bool:
     said = _WORD.findall(request.lower())
     return any(w[:5] == s[:5] and min(len(w), len(s)) >= 4 or w == s for w in words for s in said)
@@ -131,7 +142,7 @@ def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str)
         if not reads_only(tool):
             continue
         words = distinctive_words(call.name, tools)
-        if words and not _said(words, request):
+        if words and not _said(words, _without_modifiers(request, call.name, tools)):
             out.add(call.id)
     if len(out) == len(calls):
         return set()

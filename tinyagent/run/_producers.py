@@ -36,9 +36,9 @@ from .._tools import Tool
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "pair_numbers",
-           "path_source", "people", "person_lists", "request_names", "sole_finder", "swap_literals",
-           "terms_in_request"]
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request",
+           "one_text_param", "pair_numbers", "path_source", "people", "person_lists", "request_names", "sole_finder",
+           "swap_literals", "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -149,15 +149,15 @@ def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | N
     if not _FILE_PATHS.search(f"{schema.get('description', '')} {items.get('description', '')}"):
         return None
     finders = [t.name for t in tools.values()
-               if _one_text_param(t) and _RETURNS_PATH.search(f"{t.description} {t.returns or ''}")]
+               if one_text_param(t) and _RETURNS_PATH.search(f"{t.description} {t.returns or ''}")]
     return finders[0] if len(finders) == 1 else None
 
 
 def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str] | None:
     """The one offered tool that finds identifiers of ``kind`` and takes one text argument, with that argument's
     name; None when there is none, or more than one."""
-    finders = [t for t in tools.values() if lookup_kind(t) == kind and _one_text_param(t)]
-    return (finders[0].name, str(_one_text_param(finders[0]))) if len(finders) == 1 else None
+    finders = [t for t in tools.values() if lookup_kind(t) == kind and one_text_param(t)]
+    return (finders[0].name, str(one_text_param(finders[0]))) if len(finders) == 1 else None
 
 
 def name_in_request(value: str, request: str) -> str | None:
@@ -205,7 +205,7 @@ def terms_in_request(value: str, request: str) -> str | None:
     return request[words[best[0]].start():words[best[1]].end()]
 
 
-def _one_text_param(tool: Tool) -> str | None:
+def one_text_param(tool: Tool) -> str | None:
     """The tool's only required parameter, when it takes text."""
     required = list(tool.required)
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
@@ -235,7 +235,7 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
             return None
         return Call(0, finder[0], {finder[1]: person})
     source = path_source(schema, tools)
-    if source is None or source == tool.name or (param := _one_text_param(tools[source])) is None:
+    if source is None or source == tool.name or (param := one_text_param(tools[source])) is None:
         return None
     terms = terms_in_request(value, request)
     return None if terms is None else Call(0, source, {param: terms})

@@ -35,7 +35,7 @@ from .._tools import Tool
 from ._channels import senders
 from ._clauses import name_words
 from ._lookups import lookup_kind, swap_lookups
-from ._producers import path_source, people, sole_finder, swap_literals
+from ._producers import one_text_param, path_source, people, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
 from ._tidy import reads_only
 
@@ -162,7 +162,7 @@ def _found_by_the_source(calls: list[Call], args: dict[int, dict[str, Any]],
         props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
         for name, value in args[call.id].items():
             source = path_source(props.get(name) or {}, tools)
-            param = _text_param(tools[source]) if source is not None and source != call.name else None
+            param = one_text_param(tools[source]) if source is not None and source != call.name else None
             for ref in find_refs(value) if param is not None else ():
                 step = out[at[ref.step]] if ref.step in at else None
                 texts = [v for v in args[step.id].values() if isinstance(v, str)] if step is not None else []
@@ -174,14 +174,6 @@ def _found_by_the_source(calls: list[Call], args: dict[int, dict[str, Any]],
                 notes.append(f"plan: step {step.id} finds the path step {call.id} takes with {source}, not "
                              f"{step.name}")
     return out, notes
-
-
-def _text_param(tool: Tool) -> str | None:
-    """A tool's only required parameter, when it takes text."""
-    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    required = list(tool.required)
-    ok = len(required) == 1 and (props.get(required[0]) or {}).get("type", "string") == "string"
-    return required[0] if ok else None
 
 
 def _path_param(tool: Tool, finder: str, tools: Mapping[str, Tool]) -> str | None:

@@ -259,10 +259,11 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
     def renumber(ref: Ref) -> Ref:
         return Ref(numbers.get(ref.step, ref.step))
 
-    targets = _targets(plan, tools, request, known)
+    made_up = {c.id: _made_up(c, tools, known) for c in plan.calls}
+    targets = _targets(plan, tools, request, made_up)
     for call in plan.calls:
         tool = tools.get(call.name)
-        bad = _made_up(call, tools, known)
+        bad = made_up[call.id]
         args = dict(map_refs(call.args, renumber))
         if tool is not None and bad:
             paired = pair_numbers(bad, request)
@@ -295,7 +296,8 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
     return Plan(calls=tuple(out), answer=plan.answer), notes
 
 
-def _targets(plan: Plan, tools: Mapping[str, Tool], request: str, known: str) -> set[tuple[int, str]]:
+def _targets(plan: Plan, tools: Mapping[str, Tool], request: str,
+             made_up: Mapping[int, list[tuple[str, str]]]) -> set[tuple[int, str]]:
     """``(step, person)`` for each person a call of ``plan`` acts on by a required identifier: made up from the
     person's name, or passed from a lookup of it. A person the request names once is one call's target; a made-up
     identifier of that person in another call's optional parameter is left out, not looked up."""
@@ -305,7 +307,7 @@ def _targets(plan: Plan, tools: Mapping[str, Tool], request: str, known: str) ->
         tool = tools.get(call.name)
         if tool is None:
             continue
-        bad = _made_up(call, tools, known)
+        bad = made_up[call.id]  # (each call's made-up values: _made_up)
         paired = pair_numbers(bad, request)
         for name, value in bad:
             producer = _producer(name, value, tool, tools, request, paired) if name in tool.required else None

@@ -385,16 +385,6 @@ def test_a_plan_serving_two_clauses_that_name_its_tools_is_never_refused(monkeyp
 
 
 @tool
-def video_room_open(topic: str) -> str:
-    """Opens a video-conference room and returns its join URL.
-
-    Args:
-        topic: the meeting's topic.
-    """
-    return "https://meet.example/abc"
-
-
-@tool
 def calendar_entry_add(title: str, venue: str = "") -> str:
     """Adds an entry to the calendar.
 
@@ -416,11 +406,11 @@ def _named_second_choice_model(second: str) -> ScriptedModel:
 
 def test_a_second_choice_of_what_a_clause_names_is_kept_in_a_plan_of_several_tools() -> None:
     request = "Set up a video call with Liz tomorrow at 9 about the design review"
-    several = '1. video_room_open(topic="Q")\n2. calendar_entry_add(title="Q", venue=$1)\n3. join()\n<END_OF_PLAN>'
-    tools = [get_route, video_room_open, calendar_entry_add]
+    several = '1. video_room(topic="Q")\n2. calendar_entry_add(title="Q", venue=$1)\n3. join()\n<END_OF_PLAN>'
+    tools = [get_route, video_room, calendar_entry_add]
     model = _named_second_choice_model(several)
     result = asyncio.run(Agent(tools, model=model).plan(request, today=TODAY))
-    assert [c.name for c in result.plan.calls] == ["video_room_open", "calendar_entry_add"]
+    assert [c.name for c in result.plan.calls] == ["video_room", "calendar_entry_add"]
     one = _named_second_choice_model('1. calendar_entry_add(title="Q")\n2. join()\n<END_OF_PLAN>')
     assert asyncio.run(Agent(tools, model=one).plan(request, today=TODAY)).plan.calls == ()  # checked: refused
 
@@ -428,11 +418,11 @@ def test_a_second_choice_of_what_a_clause_names_is_kept_in_a_plan_of_several_too
 def test_a_refused_free_second_choice_is_planned_once_more_with_the_named_tools_required() -> None:
     request = "Set up a video call with Liz tomorrow at 9 about the design review"
     replies = iter([ROUTE_PLAN, '1. calendar_entry_add(title="Q")\n2. join()\n<END_OF_PLAN>',
-                    '1. video_room_open(topic="Q")\n2. calendar_entry_add(title="Q", venue=$1)\n3. join()\n'
+                    '1. video_room(topic="Q")\n2. calendar_entry_add(title="Q", venue=$1)\n3. join()\n'
                     '<END_OF_PLAN>'])
     model = ScriptedModel(lambda request: next(replies), preference_probs=lambda request: {"no_tool": 0.4})
-    tools = [get_route, video_room_open, calendar_entry_add]
+    tools = [get_route, video_room, calendar_entry_add]
     result = asyncio.run(Agent(tools, model=model).plan(request, today=TODAY))
-    assert [c.name for c in result.plan.calls] == ["video_room_open", "calendar_entry_add"]
+    assert [c.name for c in result.plan.calls] == ["video_room", "calendar_entry_add"]
     planned = [r for r in model.requests if r.grammar]
     assert len(planned) == 3 and planned[2].grammar != planned[1].grammar  # the third requires the room tool

@@ -275,3 +275,27 @@ def test_a_word_that_modifies_another_tools_noun_does_not_ask_for_the_read() -> 
     assert [c.name for c in tidy_plan(plan, tools, request)[0].calls] == ["mail_reply"]
     asked = "Check my agenda for Monday and reply to Alex Chen's mail saying I'll take a look"
     assert len(tidy_plan(plan, tools, asked)[0].calls) == 2
+
+
+def test_a_side_call_on_a_made_up_value_goes_beside_a_call_the_request_grounds() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    number = {"type": "integer", "description": "How many years."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("herd.size_needed", "Estimates the herd size that keeps a breed healthy.",
+                  {"breed": TEXT, "years": number}, ["breed", "years"]),
+        openai_fn("pasture.forecast", "Forecasts how a breed's grazing land changes under a weather pattern.",
+                  {"breed": TEXT, "pattern": {"type": "string", "description": "The weather pattern."}},
+                  ["breed", "pattern"]),
+    ])
+    plan = Plan(calls=(Call(1, "pasture.forecast", {"breed": "highland", "pattern": "drought"}),
+                       Call(2, "herd.size_needed", {"breed": "highland", "years": 40})))
+    request = "How big must a highland herd be to stay healthy for 40 years?"
+    tidy, notes = tidy_plan(plan, tools, request)
+    assert [c.name for c in tidy.calls] == ["herd.size_needed"] and "made-up value" in notes[0]
+    # the request gives the value, or names the tool: the call stays
+    assert tidy_plan(plan, tools, request + " And in a drought?")[0] == plan
+    assert tidy_plan(plan, tools, request + " Then forecast its pasture.")[0] == plan
+    # every call has a made-up value: nothing to prefer, nothing goes
+    vague = Plan(calls=(plan.calls[0], Call(2, "herd.size_needed", {"breed": "angus", "years": 40})))
+    assert tidy_plan(vague, tools, request)[0] == vague

@@ -47,7 +47,7 @@ from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
 __all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
            "SECOND_CHOICE_FLOOR", "join_probability", "second_choice_settings",
-           "plan_features", "request_text", "verify_feature", "verify_request"]
+           "grounded_in", "plan_features", "request_text", "verify_feature", "verify_request"]
 
 VERIFY_QUESTION = (
     "Check the plan before it runs. Does the tool you called really do what the request asks (not just something "
@@ -98,6 +98,12 @@ def _grounded(value: Any, request: str, request_stems: set[str]) -> bool:
     if not words:
         return True  # punctuation only: nothing invented
     return _appears(str(value), request) or sum(w in request_stems for w in words) >= len(words) / 2
+
+
+def grounded_in(value: Any, request: str) -> bool:
+    """Whether the literal ``value`` comes from ``request``: written in it as a whole, or (text) at least half of its
+    words' stems are the request's; a number, written in it."""
+    return _grounded(value, request, {_stem(w) for w in _words(request)})
 
 
 def _appears(value: str, request: str) -> bool:

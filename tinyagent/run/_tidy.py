@@ -25,6 +25,11 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
   plan calls it, whose words all lie in one message's text and in none of those clauses: "Text Ines and Pablo
   that dinner's at 8 and to bring wine, and remind me to buy dessert" planned with reminders "Dinner at 8" and
   "Bring wine" beside the text message that says both.
+* **A made-up side call.** An unused call whose tool the request does not name (its distinctive words), with a
+  short text value that nothing gives (not in the request, not among the options its parameter lists, not a date,
+  not an identifier, which a lookup gives), beside a call of another tool whose every text value is the
+  request's: asked "the minimum population size of a wild tiger population for the next 100 generations", the
+  1.5B also projects the tiger's range under climate scenario "future".
 * **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
   to it go to the first, and it goes.
 
@@ -36,11 +41,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
+from .._provenance import leaves
 from .._tools import Tool
 from ._channels import asked_channel, senders
 from ._clauses import name_words, named_clauses, same_target
 from ._lookups import lookup_kind
+from ._no_tool import grounded_in
 from ._repair import drop_replaced
 
 __all__ = ["distinctive_words", "reads_only", "tidy_plan"]
@@ -116,10 +124,11 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
                      "and the request does not ask for it: it only reads, or repeats an invitation)")
         calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
     unasked = _unasked_removals(calls, tools, request) | _stray_writes(calls, tools, request) | _echoes(
-        calls, tools, request)
+        calls, tools, request) | _made_up_extras(calls, tools, request)
     if unasked and len(unasked) < len(calls):
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unasked))} (the request does not ask "
-                     "for it: it removes, writes made-up text, or repeats another call's words)")
+                     "for it: it removes, writes made-up text, repeats another call's words, or acts on a made-up "
+                     "value)")
         calls = list(drop_replaced(calls, unasked).calls)
     if not notes:
         return plan, []
@@ -237,3 +246,43 @@ def _echoes(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> s
                     and any(words <= texts[o.id] for o in calls if o.name != name and o.name in sending)):
                 out.add(call.id)
     return out
+
+
+_FREE_TEXT = re.compile(r"(?:^|[\W_])(?:text|content|body|message|note|title|subject|comment|description|summary|"
+                        r"task|reason)s?(?:$|[\W_])", re.IGNORECASE)
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?")
+
+
+def made_up_values(call: Call, tool: Tool, request: str) -> list[str]:
+    """The short text values of ``call`` that nothing gives: not the request's (:func:`~._no_tool.grounded_in`), not
+    an option or default its parameter lists, not a date or time (resolved from the request's words), not a code
+    of three letters or fewer (a conversion: "Euros" is EUR), not an identifier (a lookup gives those), not in a
+    parameter of text to write (its name or description says text, content, body, message, title ...) and not a
+    composed text of more than three words."""
+    props = tool.parameters.get("properties") or {}
+    out = []
+    for name, value in call.args.items():
+        schema = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        if identifier_kind(schema) is not None or _FREE_TEXT.search(f"{name} {schema.get('description', '')}"):
+            continue  # an identifier comes from a lookup; a text is composed
+        listed = str(schema.get("description", "")).lower()
+        for v in leaves(value):
+            if not isinstance(v, str) or len(v.strip()) <= 3 or len(v.split()) > 3 or _DATE_TIME.fullmatch(v.strip()):
+                continue
+            if v in (schema.get("enum") or []) or v == schema.get("default") or v.lower() in listed:
+                continue
+            if not grounded_in(v, request):
+                out.append(v)
+    return out
+
+
+def _made_up_extras(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused calls of tools the request does not name that act on a made-up value, beside a call of another tool
+    whose every value is the request's."""
+    if len(calls) < 2 or any(c.name not in tools for c in calls):
+        return set()
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    made_up = {c.id: made_up_values(c, tools[c.name], request) for c in calls}
+    clean = {c.name for c in calls if not made_up[c.id]}
+    return {c.id for c in calls if made_up[c.id] and c.id not in used and c.name not in clean
+            and not _said(distinctive_words(c.name, tools), request)} if clean else set()

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
@@ -262,7 +263,8 @@ def made_up_values(call: Call, tool: Tool, request: str) -> list[str]:
     props = tool.parameters.get("properties") or {}
     out = []
     for name, value in call.args.items():
-        schema = props.get(name) if isinstance(props.get(name), Mapping) else {}
+        found = props.get(name)
+        schema: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         if identifier_kind(schema) is not None or _FREE_TEXT.search(f"{name} {schema.get('description', '')}"):
             continue  # an identifier comes from a lookup; a text is composed
         listed = str(schema.get("description", "")).lower()

@@ -299,3 +299,92 @@ def test_a_side_call_on_a_made_up_value_goes_beside_a_call_the_request_grounds()
     # every call has a made-up value: nothing to prefer, nothing goes
     vague = Plan(calls=(plan.calls[0], Call(2, "herd.size_needed", {"breed": "angus", "years": 40})))
     assert tidy_plan(vague, tools, request)[0] == vague
+
+
+def _summary_tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("who", "Finds a person's e-mail address.", {"name": TEXT}, ["name"]),
+        openai_fn("doc_find", "Searches documents by name. Returns the file path.", {"words": TEXT}, ["words"]),
+        openai_fn("doc_digest", "Produces a short summary of a document.",
+                  {"path": {"type": "string", "description": "File path of the document."}}, ["path"]),
+        openai_fn("memo_new", "Stores a new memo.", {"heading": TEXT, "text": TEXT}, ["heading", "text"]),
+        openai_fn("memo_get", "Fetches a memo and returns its text.", {"heading": TEXT}, ["heading"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT, "files": {
+            "type": "array", "items": {"type": "string"}, "description": "Paths of files to attach."}}, ["to", "body"]),
+    ])
+
+
+def test_a_summary_written_out_as_a_call_or_stored_first_is_what_the_message_sends() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = _summary_tools()
+    request = "Summarize the lease report and email the summary to Walter"
+    # the planner wrote the summary's call into the memo's text, stored it, read it back and sent the receipt
+    plan = Plan(calls=(Call(1, "who", {"name": "Walter"}),
+                       Call(2, "memo_new", {"heading": "Lease summary", "text": ">>DATA<<< doc_digest(path="}),
+                       Call(3, "memo_get", {"heading": "Lease summary"}),
+                       Call(4, "mail", {"to": [Ref(1)], "body": Ref(2)}),
+                       Call(5, "doc_find", {"words": "lease report"}),
+                       Call(6, "doc_digest", {"path": Ref(5)})))
+    wired, notes = wire_results(plan, tools, request, request)
+    assert any("writes step 6's call" in n for n in notes) and any("not the receipt" in n for n in notes)
+    tidy, _ = tidy_plan(wired, tools, request)
+    assert [c.name for c in tidy.calls] == ["who", "doc_find", "doc_digest", "mail"]
+    assert tidy.calls[3].args["body"] == Ref(3) and tidy.calls[2].args["path"] == Ref(2)
+    # asked to keep a memo of it: the memo stays
+    kept = "Summarize the lease report, save it as a new memo and email the summary to Walter"
+    assert "memo_new" in [c.name for c in tidy_plan(wire_results(plan, tools, kept, kept)[0], tools, kept)[0].calls]
+
+
+def test_an_unused_summary_of_what_the_request_names_becomes_the_made_up_message() -> None:
+    tools = _summary_tools()
+    request = "Summarize the lease report and email the summary to Walter"
+    plan = Plan(calls=(Call(1, "who", {"name": "Walter"}),
+                       Call(2, "mail", {"to": [Ref(1)], "body": "Please find the summary attached."}),
+                       Call(3, "doc_find", {"words": "lease report"}),
+                       Call(4, "doc_digest", {"path": Ref(3)})))
+    wired, notes = wire_results(plan, tools, request, request)
+    assert [c.name for c in wired.calls] == ["who", "doc_find", "doc_digest", "mail"] and notes
+    assert wired.calls[3].args["body"] == Ref(3)
+    # a message that already sends a step's result keeps it
+    sent = Plan(calls=(*plan.calls[:1], *plan.calls[2:], Call(5, "mail", {"to": [Ref(1)], "body": Ref(4)})))
+    assert wire_results(sent, tools, request, request) == (sent, [])
+
+
+def test_the_file_a_sent_summary_was_made_from_is_attached_only_when_asked() -> None:
+    tools = _summary_tools()
+    plan = Plan(calls=(Call(1, "who", {"name": "Walter"}), Call(2, "doc_find", {"words": "lease report"}),
+                       Call(3, "doc_digest", {"path": Ref(2)}),
+                       Call(4, "mail", {"to": [Ref(1)], "body": Ref(3), "files": [Ref(2)]})))
+    request = "Summarize the lease report and email the summary to Walter"
+    wired, notes = wire_results(plan, tools, request, request)
+    assert "files" not in wired.calls[3].args and "the file its text was made from" in notes[0]
+    attach = "Summarize the lease report and email the summary to Walter with the report attached"
+    assert wire_results(plan, tools, attach, attach)[0] == plan
+
+
+def test_a_made_up_text_stored_beside_the_message_takes_the_same_result() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = _summary_tools()
+    made_up = "Please find the summary of the lease report."
+    plan = Plan(calls=(Call(1, "memo_new", {"heading": "Lease summary", "text": made_up}),
+                       Call(2, "who", {"name": "Walter"}), Call(3, "mail", {"to": [Ref(2)], "body": made_up}),
+                       Call(4, "doc_find", {"words": "lease report"}), Call(5, "doc_digest", {"path": Ref(4)})))
+    request = "Summarize the lease report and email the summary to Walter"
+    wired, notes = wire_results(plan, tools, request, request)
+    assert any("same made-up text" in n for n in notes)
+    assert [c.name for c in tidy_plan(wired, tools, request)[0].calls] == ["who", "doc_find", "doc_digest", "mail"]
+
+
+def test_a_read_of_what_a_later_call_also_names_is_still_sent() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("memo_get", "Fetches a memo and returns its text.", {"heading": TEXT}, ["heading"]),
+        openai_fn("event", "Adds an event to the calendar.", {"title": TEXT}, ["title"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "memo_get", {"heading": "Book club picks"}),
+                       Call(2, "mail", {"to": ["ellie@x.io"], "body": "Check out our picks!"}),
+                       Call(3, "event", {"title": "Book club picks"})))
+    request = "Read my Book club picks memo, mail it to ellie@x.io, and add book club to my calendar"
+    assert wire_results(plan, tools, request, request)[0].calls[1].args["body"] == Ref(1)

@@ -30,6 +30,11 @@ e-mail, or writes the same call again and again (``notes_new`` then ``notes_tras
   not an identifier, which a lookup gives), beside a call of another tool whose every text value is the
   request's: asked "the minimum population size of a wild tiger population for the next 100 generations", the
   1.5B also projects the tiger's range under climate scenario "future".
+* **A read of what the plan wrote.** An unused read of the same thing (:func:`~._clauses.same_target`) that an
+  earlier write of the plan writes: "summarise the board minutes and send the summary to Walter" planned with a
+  new note of the summary and then a read of that note.
+* **A stored copy nobody asked for.** An unused write (not a message, not a read) that stores a step's result that
+  a message of the plan sends too, when the request says no word of the write's tool's name.
 * **A repeated call.** A call equal to an earlier one (same tool, same arguments) is the earlier one: references
   to it go to the first, and it goes.
 
@@ -56,12 +61,13 @@ __all__ = ["distinctive_words", "reads_only", "tidy_plan"]
 
 _READ_VERBS = frozenset(re.findall(r"\w+", """
 returns retrieves checks lists fetches searches finds gets looks reads extracts shows reports queries counts
-computes calculates converts tells gives""".lower()))
+computes calculates converts tells gives produces summarizes summarises""".lower()))
 _ACTS = re.compile(r"\b(?:sends?|deliver|creates?|adds?|stores?|saves?|deletes?|removes?|moves?|opens?|writes?|"
                    r"updates?|books?|schedules?|cancels?)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"\?|(?:^|[.!;]\s+)(?:what|which|who|whom|whose|when|where|why|how|is|are|am|do|does|did|"
                        r"can|could|will|should|any)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
+_SEARCH_NOUN = re.compile(r"^(?:[\w-]+ ){0,2}(?:search|lookup|query)\b", re.IGNORECASE)
 _INVITES = re.compile(r"\bsends? (?:an? |the )?invit", re.IGNORECASE)
 _REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg)\w*", re.IGNORECASE)
 _REMOVAL_ASKED = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|clear|drop|get rid|throw)\w*",
@@ -77,7 +83,10 @@ def reads_only(tool: Tool) -> bool:
         return True
     description = (tool.description or "").strip()
     first = _WORD.findall(description.lower()[:40])
-    return bool(first) and first[0] in _READ_VERBS and not _ACTS.search(description)
+    if not first or _ACTS.search(description):
+        return False
+    # "Returns every calendar entry ...", or a search named as a noun ("Full-text search across all notes. ...")
+    return first[0] in _READ_VERBS or bool(_SEARCH_NOUN.search(description[:40]))
 
 
 def distinctive_words(name: str, tools: Mapping[str, Tool]) -> set[str]:
@@ -119,13 +128,15 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
             continue
         numbers[call.id] = first_of[key] = len(calls) + 1
         calls.append(Call(len(calls) + 1, call.name, args))
-    stray = _stray_reads(calls, tools, request) | _repeated_invitations(calls, tools, request)
+    stray = _stray_reads(calls, tools, request) | _repeated_invitations(calls, tools, request) | _read_back(
+        calls, tools)
     if stray:
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used, "
-                     "and the request does not ask for it: it only reads, or repeats an invitation)")
+                     "and the request does not ask for it: it only reads, reads back what the plan wrote, or "
+                     "repeats an invitation)")
         calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
     unasked = _unasked_removals(calls, tools, request) | _stray_writes(calls, tools, request) | _echoes(
-        calls, tools, request) | _made_up_extras(calls, tools, request)
+        calls, tools, request) | _made_up_extras(calls, tools, request) | _stored_copies(calls, tools, request)
     if unasked and len(unasked) < len(calls):
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unasked))} (the request does not ask "
                      "for it: it removes, writes made-up text, repeats another call's words, or acts on a made-up "
@@ -288,3 +299,35 @@ def _made_up_extras(calls: Sequence[Call], tools: Mapping[str, Tool], request: s
     clean = {c.name for c in calls if not made_up[c.id]}
     return {c.id for c in calls if made_up[c.id] and c.id not in used and c.name not in clean
             and not _said(distinctive_words(c.name, tools), request)} if clean else set()
+
+
+def _writes(tool: Tool, name: str, tools: Mapping[str, Tool]) -> bool:
+    """Whether ``tool`` writes: not a reader, not a lookup, not a message sender."""
+    return not reads_only(tool) and lookup_kind(tool) is None and name not in senders(tools.values())
+
+
+def _read_back(calls: Sequence[Call], tools: Mapping[str, Tool]) -> set[int]:
+    """Unused reads of what an earlier write of the plan writes (the same text under any parameter)."""
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    writes = [c for c in calls if c.name in tools and _writes(tools[c.name], c.name, tools)]
+    return {c.id for c in calls if c.id not in used and c.name in tools and reads_only(tools[c.name])
+            and lookup_kind(tools[c.name]) is None and any(w.id < c.id and same_target(w, c) for w in writes)}
+
+
+def _stored_copies(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused writes of a step's result that a message of the plan sends too, whose tool's name the request does
+    not say."""
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    sending = senders(tools.values())
+    sent = {r.step for c in calls if c.name in sending for r in _content_refs(c, tools[c.name])}
+    return {c.id for c in calls if c.id not in used and c.name in tools and _writes(tools[c.name], c.name, tools)
+            and any(r.step in sent for r in _content_refs(c, tools[c.name]))
+            and not _said(set(name_words(c.name)), request)}
+
+
+def _content_refs(call: Call, tool: Tool) -> list[Ref]:
+    """The references ``call`` passes in parameters that take no identifier (what it writes or sends, not to whom)."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    return [r for name, value in call.args.items()
+            if not (isinstance(s := props.get(name), Mapping) and identifier_kind(s) is not None)
+            for r in find_refs(value)]

@@ -33,7 +33,7 @@ from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import senders
-from ._clauses import name_words
+from ._clauses import name_words, same_target
 from ._lookups import lookup_kind, swap_lookups
 from ._producers import one_text_param, path_source, people, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
@@ -41,6 +41,7 @@ from ._tidy import reads_only
 
 __all__ = ["wire_results"]
 
+_ATTACH = re.compile(r"\battach|\benclos", re.IGNORECASE)
 _RESULT_NOUN = re.compile(r"\b(url|link|path|id)\b", re.IGNORECASE)
 _RETURNS = re.compile(r"\breturns?\b([^.]*)", re.IGNORECASE)
 _STOP = frozenset(re.findall(r"\S+", "the a an of to or and its it for with by as in on is be from this that any "
@@ -82,7 +83,7 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     (not in ``known``) by its unused lookups; with notes."""
     calls = list(plan.calls)
     args = {c.id: dict(c.args) for c in calls}  # what changes, by step
-    notes: list[str] = []
+    notes: list[str] = _calls_in_values(calls, args) + _stored_then_sent(calls, args, tools)
     for call in calls:
         notes += _rewire_identifiers(call, args[call.id], calls, tools)
         notes += _split_shared(call, args[call.id], calls, tools, request)
@@ -95,6 +96,7 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     calls, found = _found_by_the_source(calls, args, tools)
     notes += found
     notes += _read_into_message(calls, args, tools, request)
+    notes += _derived_attachments(calls, args, tools, request)
     used = {r.step for a in args.values() for r in find_refs(a)}
     for step in calls:
         producer = tools.get(step.name)
@@ -350,27 +352,122 @@ _GIVEN_MESSAGE = re.compile(r"\b(?:that|saying|says?|tell(?:ing)?)\b|[\"“‘][
                             re.IGNORECASE)
 
 
+def _calls_in_values(calls: list[Call], args: dict[int, dict[str, Any]]) -> list[str]:
+    """A text value that writes out another step's call (``content=">>DATA-<<<summarize(path="``): the planner
+    meant that step's result (the first such step that does not use this one)."""
+    notes: list[str] = []
+    for call in calls:
+        for name, value in list(args[call.id].items()):
+            if not isinstance(value, str):
+                continue
+            other = next((o for o in calls if o.id != call.id and not _depends(o.id, call.id, args)
+                          and re.search(rf"(?<![\w.]){re.escape(o.name)}\s*\(", value)), None)
+            if other is not None:
+                args[call.id][name] = Ref(other.id)
+                notes.append(f"plan: step {call.id} writes step {other.id}'s call into {name}; it takes that "
+                             "step's result")
+    return notes
+
+
+def _stored_then_sent(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool]) -> list[str]:
+    """A message whose text is the receipt of a step that stored another step's result (``3. new_note(content=$2)``,
+    ``4. send(body=$3)``) sends that result: the receipt says only that it was stored."""
+    sending = senders(tools.values())
+    notes: list[str] = []
+    for call in calls:
+        tool = tools.get(call.name)
+        if call.name not in sending or tool is None:
+            continue
+        for name, value in list(args[call.id].items()):
+            store = next((c for c in calls if isinstance(value, Ref) and c.id == value.step), None)
+            store_tool = tools.get(store.name) if store is not None else None
+            if (store is None or store_tool is None or store.name in sending or reads_only(store_tool)
+                    or lookup_kind(store_tool) is not None or _is_identifier(tool, name)):
+                continue
+            stored = [v for k, v in args[store.id].items() if isinstance(v, Ref) and not _is_identifier(store_tool, k)]
+            if len(stored) == 1:
+                args[call.id][name] = stored[0]
+                notes.append(f"plan: step {call.id} sends step {stored[0].step}'s result as {name}, not the receipt "
+                             f"of step {store.id}, which stored it")
+    return notes
+
+
+def _is_identifier(tool: Tool, name: str) -> bool:
+    schema = (tool.parameters.get("properties") or {}).get(name)
+    return isinstance(schema, Mapping) and identifier_kind(schema) is not None
+
+
+def _names(step: int, args: Mapping[int, Mapping[str, Any]], request: str, depth: int = 2) -> bool:
+    """Whether the request names what ``step`` acts on: one of its texts, or (through its references) the text of
+    a step it takes its input from ("Summarize the home inspection report": a summary of a found file)."""
+    values = list(args[step].values())
+    if any(isinstance(v, str) and _named(v, request) for v in values):
+        return True
+    return depth > 0 and any(r.step in args and _names(r.step, args, request, depth - 1) for r in find_refs(values))
+
+
 def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
                        request: str) -> list[str]:
-    """An unused read of what the request names, as the text of every later message, when the request gives no
-    message of its own."""
+    """An unused read of what the request names (not of what the plan itself writes), as the text of every
+    message that has no step's result for its text yet, when the request gives no message of its own."""
     if not request or _GIVEN_MESSAGE.search(request):
         return []
     sending = senders(tools.values())
     used = {r.step for a in args.values() for r in find_refs(a)}
+    writes = [c for c in calls if c.name in tools and c.name not in sending and not reads_only(tools[c.name])
+              and lookup_kind(tools[c.name]) is None]
     notes: list[str] = []
     for step in calls:
         tool = tools.get(step.name)
         if (tool is None or step.id in used or lookup_kind(tool) is not None or not reads_only(tool)
-                or not any(isinstance(v, str) and _named(v, request) for v in args[step.id].values())):
+                or not _names(step.id, args, request)
+                or any(w.id < step.id and same_target(Call(step.id, step.name, args[step.id]),
+                                                      Call(w.id, w.name, args[w.id])) for w in writes)):
             continue
         for call in calls:
             body = _body(tools[call.name], args[call.id]) if call.name in sending else None
-            if body is None or call.id == step.id or _depends(step.id, call.id, args):
+            if body is None or call.id == step.id or _depends(step.id, call.id, args) or any(
+                    isinstance(v, Ref) and not _is_identifier(tools[call.name], k)
+                    for k, v in args[call.id].items()):
                 continue
+            made_up = args[call.id][body]
             args[call.id][body] = Ref(step.id)
             notes.append(f"plan: step {call.id} sends step {step.id}'s result as {body} (the request names what "
                          "was read, and gives no message of its own)")
+            for other in writes:  # the same made-up text stored elsewhere stood for the same content
+                for name, value in list(args[other.id].items()):
+                    if value == made_up and other.id not in used and not _depends(step.id, other.id, args):
+                        args[other.id][name] = Ref(step.id)
+                        notes.append(f"plan: step {other.id} takes step {step.id}'s result as {name} (it wrote the "
+                                     f"same made-up text as step {call.id})")
+    return notes
+
+
+def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
+                         request: str) -> list[str]:
+    """A message that sends a result made from a step's file (the summary of a found document) attaches that file
+    only when the request says to attach: the optional parameter loses the reference."""
+    if not request or _ATTACH.search(request):
+        return []
+    sending = senders(tools.values())
+    notes: list[str] = []
+    for call in calls:
+        tool = tools.get(call.name)
+        if tool is None or call.name not in sending:
+            continue
+        made_from = {r.step for k, v in args[call.id].items() if isinstance(v, Ref) and not _is_identifier(tool, k)
+                     for r in find_refs(args.get(v.step, {}))}
+        for name, value in list(args[call.id].items()):
+            if name in tool.required or not isinstance(value, list) or _is_identifier(tool, name):
+                continue
+            kept = [v for v in value if not (isinstance(v, Ref) and v.step in made_from)]
+            if len(kept) < len(value):
+                if kept:
+                    args[call.id][name] = kept
+                else:
+                    del args[call.id][name]
+                notes.append(f"plan: step {call.id} no longer passes in {name} the file its text was made from "
+                             "(the request does not say to attach it)")
     return notes
 
 

@@ -388,3 +388,24 @@ def test_a_read_of_what_a_later_call_also_names_is_still_sent() -> None:
                        Call(3, "event", {"title": "Book club picks"})))
     request = "Read my Book club picks memo, mail it to ellie@x.io, and add book club to my calendar"
     assert wire_results(plan, tools, request, request)[0].calls[1].args["body"] == Ref(1)
+
+
+def test_a_write_into_what_is_read_that_restates_another_write_goes() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("note_get", "Fetches a note and returns its text.", {"title": TEXT}, ["title"]),
+        openai_fn("note_extend", "Appends text at the bottom of a note.", {"title": TEXT, "text": TEXT},
+                  ["title", "text"]),
+        openai_fn("todo_add", "Adds a to-do item to a list.", {"task": TEXT, "list": TEXT}, ["task"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "note_get", {"title": "Lasagna recipe"}),
+                       Call(2, "note_extend", {"title": "Lasagna recipe", "text": "Add ricotta to the recipe."}),
+                       Call(3, "todo_add", {"task": "Buy ricotta", "list": "Shopping"}),
+                       Call(4, "mail", {"to": ["jo@x.io"], "body": Ref(1)})))
+    request = "Mail jo@x.io the recipe from my Lasagna note, and add buy ricotta to my Shopping list."
+    assert [c.name for c in tidy_plan(plan, tools, request)[0].calls] == ["note_get", "todo_add", "mail"]
+    other = Plan(calls=(*plan.calls[:2], Call(3, "todo_add", {"task": "Buy basil", "list": "Shopping"}),
+                        plan.calls[3]))
+    assert tidy_plan(other, tools, request)[0] == other  # its words are its own: not a restatement

@@ -206,7 +206,7 @@ def _unasked_removals(calls: Sequence[Call], tools: Mapping[str, Tool], request:
 
 def _stray_writes(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
     """Unused writes the request does not name, into what another call of the plan reads, whose longest text is
-    made up (no word of four letters or more of it in the request)."""
+    made up (no word of four letters or more of it in the request) or restates another write's text."""
     used = {r.step for c in calls for r in find_refs(c.args)}
     sending = senders(tools.values())
     said = set(_WORD.findall(request.lower()))
@@ -219,11 +219,24 @@ def _stray_writes(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         texts = [v for v in call.args.values() if isinstance(v, str)]
         longest = max(texts, key=len, default="")
         words = {w for w in _WORD.findall(longest.lower()) if len(w) >= 4}
-        reread = any(o.id != call.id and o.name in tools and reads_only(tools[o.name]) and same_target(o, call)
-                     for o in calls)
-        if words and not words & said and reread:
+        reread = [o for o in calls if o.id != call.id and o.name in tools and reads_only(tools[o.name])
+                  and same_target(o, call)]
+        if words and reread and (not words & said or _restates(call, words, reread, calls, tools)):
             out.add(call.id)
     return out
+
+
+def _restates(call: Call, words: set[str], targets: Sequence[Call], calls: Sequence[Call],
+              tools: Mapping[str, Tool]) -> bool:
+    """Whether the words of ``call``'s text, less the words naming what it writes into, all lie in one text of
+    another write of the plan (a reminder "Buy ricotta" restated as "Add ricotta to the recipe" in the recipe's
+    note)."""
+    named = {w for t in targets for v in t.args.values() if isinstance(v, str) for w in _WORD.findall(v.lower())}
+    rest = words - named
+    return bool(rest) and any(
+        rest <= {w for v in o.args.values() if isinstance(v, str) for w in _WORD.findall(v.lower())}
+        for o in calls if o.id != call.id and o.name != call.name and o.name in tools
+        and not reads_only(tools[o.name]) and lookup_kind(tools[o.name]) is None)
 
 
 _CONTENT = re.compile(r"[a-z][a-z0-9']{2,}")

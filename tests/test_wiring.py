@@ -409,3 +409,19 @@ def test_a_write_into_what_is_read_that_restates_another_write_goes() -> None:
     other = Plan(calls=(*plan.calls[:2], Call(3, "todo_add", {"task": "Buy basil", "list": "Shopping"}),
                         plan.calls[3]))
     assert tidy_plan(other, tools, request)[0] == other  # its words are its own: not a restatement
+
+
+def test_a_search_sent_as_the_text_of_one_named_item_becomes_its_read() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("memos_search", "Full-text search across all memos. Returns the matching memos.", {"q": TEXT},
+                  ["q"]),
+        openai_fn("memos_open", "Fetches a memo and returns its text.", {"heading": TEXT}, ["heading"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "memos_search", {"q": "Home wifi memo"}),
+                       Call(2, "mail", {"to": ["luis@x.io"], "body": Ref(1)})))
+    request = "mail luis@x.io the wifi password from my Home wifi memo"
+    wired, notes = wire_results(plan, tools, request, request)
+    assert wired.calls[0] == Call(1, "memos_open", {"heading": "Home wifi"}) and notes
+    about = "mail luis@x.io my memos about the wifi"  # no one item named: the search stays
+    assert wire_results(plan, tools, about, about)[0] == plan

@@ -15,6 +15,12 @@ descriptions and schemas:
   Carla the recipe from my Lasagna note") whose result no step uses, in a request that gives no message of its own
   (no "that ...", "saying ...", or quoted text): the text of each later message (:func:`~._channels.senders`, its
   longest text argument) is that result.
+* **One item read, not searched.** A search whose only use is a message's text, for one item the request names by
+  its title and kind ("the wifi password from my Home wifi note"), becomes the read of that item by its title: the
+  one offered tool that reads, searches nothing, takes one text and shares the kind of item in its name.
+* **A summary that reaches the message.** A value that writes out another step's call is that step's result; a
+  message whose text is the receipt of a step that stored a result sends the result; the file a sent summary was
+  made from is attached only when the request says to attach.
 * **A path from a step that finds none.** A file-path parameter (its source by :func:`~._producers.path_source`)
   passed the result of another text search ("Summarize the Project Falcon proposal" planned as a note search and a
   summary of its result), used nowhere else: that step becomes the source, with the same words.
@@ -95,6 +101,8 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     notes += read
     calls, found = _found_by_the_source(calls, args, tools)
     notes += found
+    calls, read = _one_item_read(calls, args, tools, request)
+    notes += read
     notes += _read_into_message(calls, args, tools, request)
     notes += _derived_attachments(calls, args, tools, request)
     used = {r.step for a in args.values() for r in find_refs(a)}
@@ -441,6 +449,53 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
                         notes.append(f"plan: step {other.id} takes step {step.id}'s result as {name} (it wrote the "
                                      f"same made-up text as step {call.id})")
     return notes
+
+
+_SEARCHES = re.compile(r"\bsearch", re.IGNORECASE)
+
+
+def _one_item_read(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
+                   request: str) -> tuple[list[Call], list[str]]:
+    """A search sent as a message's text, for one item the request names by its title and kind ("text Luis the
+    password from my Home wifi note" planned as a notes search): the item's reader (the one tool that reads,
+    searches nothing, shares the search's kind of item by its name and takes one text) reads it by that title."""
+    sending = senders(tools.values())
+    sent = {r.step for c in calls if c.name in sending and c.name in tools
+            for k, v in args[c.id].items() if not _is_identifier(tools[c.name], k) for r in find_refs(v)}
+    used = [r.step for a in args.values() for r in find_refs(a)]
+    notes: list[str] = []
+    out = []
+    for call in calls:
+        tool = tools.get(call.name)
+        texts = [v for v in args[call.id].values() if isinstance(v, str)]
+        reader = _reader_of(tool, tools) if tool is not None and _SEARCHES.search(tool.description or "") else None
+        if reader is None or call.id not in sent or used.count(call.id) != 1 or len(texts) != 1:
+            out.append(call)
+            continue
+        kinds = {_singular(w) for w in name_words(call.name)} & {_singular(w) for w in name_words(reader.name)}
+        title = re.sub(rf"\s+(?:{'|'.join(map(re.escape, kinds))})s?\s*$", "", texts[0], flags=re.IGNORECASE)
+        if not title.strip() or not re.search(rf"\b{re.escape(title.strip())}\s+(?:{'|'.join(map(re.escape, kinds))})"
+                                              rf"\b", request, re.IGNORECASE):
+            out.append(call)
+            continue
+        args[call.id] = {str(one_text_param(reader)): title.strip()}  # (one text: by _reader_of)
+        out.append(Call(call.id, reader.name, args[call.id]))
+        notes.append(f"plan: step {call.id} reads the {' '.join(sorted(kinds))} the request names "
+                     f"({reader.name}), not a search")
+    return out, notes
+
+
+def _reader_of(search: Tool, tools: Mapping[str, Tool]) -> Tool | None:
+    """The one offered tool that reads one item of the kind ``search``'s name says, by one text."""
+    kinds = {_singular(w) for w in name_words(search.name) if len(w) > 3}
+    found = [t for t in tools.values() if t.name != search.name and reads_only(t) and lookup_kind(t) is None
+             and not _SEARCHES.search(t.description or "") and one_text_param(t) is not None
+             and kinds & {_singular(w) for w in name_words(t.name)}]
+    return found[0] if len(found) == 1 else None
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],

@@ -13,7 +13,14 @@ from _helpers_models import real_model_available
 from tinyagent import Agent, ToolRegistry
 from tinyagent._plan import Call
 from tinyagent.models import ScriptedModel
-from tinyagent.run._channels import asked_channel, channel_problem, channel_senders, senders, unserved_channel
+from tinyagent.run._channels import (
+    asked_channel,
+    channel_problem,
+    channel_senders,
+    other_channel_senders,
+    senders,
+    unserved_channel,
+)
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -50,6 +57,7 @@ def test_senders_come_from_descriptions_and_required_identifier_parameters() -> 
     ("Email Ann and text Bob", None), ("Open the text file", None),
     ("Schedule lunch on 2026-12-05 at 12:30", None), ("Invest 2000 in 12 funds", None),
     ("Send the summary to Walter by emial", "email"), ("eamil him the deck", "email"),  # typos
+    ("Send my note to jo@x.io and text the same list to +44 7700 900123", None),  # sent to an address too
 ])
 def test_the_channel_asked_for(request_text: str, channel: str | None) -> None:
     assert asked_channel(request_text) == channel
@@ -90,6 +98,7 @@ def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_othe
     texted = [Call(1, "buzz", {"numbers": ["+44 7700 900123"], "body": "list"})]
     assert "no step sends an e-mail" in (unserved_channel(given, tools, texted) or "")
     assert unserved_channel("Text the same list to +44 7700 900123", tools, texted) is None
+    assert other_channel_senders(given, tools) == frozenset()  # so the replan's grammar may e-mail
 
 
 def test_a_need_left_by_the_second_plan_is_planned_for_once_more_and_merged() -> None:

@@ -53,12 +53,14 @@ _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|
 
 def asked_channel(request: str) -> str | None:
     """``"phone"`` or ``"email"`` when the request speaks of exactly one of the two channels (by its words, else by
-    the one kind of identifier it writes: an address or a number); else None."""
+    the one kind of identifier it writes: an address or a number), and sends to no identifier of the other ("Send
+    my note to jo@x.io and text the same list to +44 ..." asks for both); else None."""
     found = _spoken_channels(request)
     if not found:
         undated = _DATE.sub(" ", request)
         found = [kind for kind, shape in _GIVEN.items()
                  if any(kind == "email" or sum(c.isdigit() for c in m) >= 7 for m in shape.findall(undated))]
+    found += [kind for kind in _sent_to_given(request) if kind not in found]
     return found[0] if len(found) == 1 else None
 
 

@@ -91,6 +91,7 @@ def test_the_tools_a_request_rules_out() -> None:
     assert ruled_out_items("Email Omar: the call moved to Thursday", tools) == {"pass_on", "extend"}
     assert ruled_out_items("Send Sid the dinner on Friday email", tools) == {"write_mail", "extend"}
     assert ruled_out_items("Add 'milk' to my Groceries note", tools) == {"pass_on", "jot"}
+    assert "pass_on" not in ruled_out_items("fwd the 'Invoice #4471' email to Grace pls", tools)  # chat shorthand
 
 
 def test_agent_plan_leaves_ruled_out_tools_out_of_the_grammar() -> None:

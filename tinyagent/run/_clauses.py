@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["clause_heads", "clause_verbs", "name_words", "named_clauses", "named_groups", "same_target",
+__all__ = ["spelled_out", "clause_heads", "clause_verbs", "name_words", "named_clauses", "named_groups", "same_target",
            "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
@@ -40,6 +40,14 @@ _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s")
 # Chat shorthand for verbs ("fwd the invoice email to Grace"), read as the words they stand for.
 _SHORT = {"fwd": "forward", "fw": "forward", "msg": "message", "sched": "schedule", "rmnd": "remind",
           "txt": "text", "summarise": "summarize"}
+
+
+_SHORT_WORD = re.compile(rf"\b(?:{'|'.join(_SHORT)})\b", re.IGNORECASE)
+
+
+def spelled_out(request: str) -> str:
+    """``request`` with its chat shorthand for verbs written out ("fwd the invoice" -> "forward the invoice")."""
+    return _SHORT_WORD.sub(lambda m: _SHORT[m.group().lower()], request)
 
 
 def clause_verbs(request: str) -> list[str]:

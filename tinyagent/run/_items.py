@@ -32,6 +32,7 @@ from functools import lru_cache
 from .._plan import Call
 from .._tools import Tool
 from ._channels import asks_question, senders
+from ._clauses import spelled_out
 from ._lookups import lookup_kind
 
 __all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
@@ -102,6 +103,7 @@ def item_problem(call: Call, tools: Mapping[str, Tool], request: str) -> str | N
     tool = tools.get(call.name)
     if tool is None or not (existing_kinds(tool) or new_kinds(tool)):
         return None  # (most tools: no request text to read)
+    request = spelled_out(request)  # "fwd the invoice email" names the forwarding tool
     pointed = pointed_kinds(request)
     for kind in sorted(existing_kinds(tool)):
         makers = _others(tools.values(), call.name, new_kinds, kind)

@@ -361,6 +361,11 @@ def test_the_file_a_sent_summary_was_made_from_is_attached_only_when_asked() -> 
     assert "files" not in wired.calls[3].args and "the file its text was made from" in notes[0]
     attach = "Summarize the lease report and email the summary to Walter with the report attached"
     assert wire_results(plan, tools, attach, attach)[0] == plan
+    # a memo's text sent, and a file found by the same words attached: the same content twice
+    memo = Plan(calls=(Call(1, "memo_get", {"heading": "Packing list"}), Call(2, "doc_find", {"words": "Packing list"}),
+                       Call(3, "mail", {"to": ["jo@x.io"], "body": Ref(1), "files": [Ref(2)]})))
+    sent = "Send my Packing list memo to jo@x.io"
+    assert "files" not in wire_results(memo, tools, sent, sent)[0].calls[2].args
 
 
 def test_a_made_up_text_stored_beside_the_message_takes_the_same_result() -> None:

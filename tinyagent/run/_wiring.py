@@ -500,8 +500,9 @@ def _singular(word: str) -> str:
 
 def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
                          request: str) -> list[str]:
-    """A message that sends a result made from a step's file (the summary of a found document) attaches that file
-    only when the request says to attach: the optional parameter loses the reference."""
+    """A message that sends a result made from a step's file (the summary of a found document), or read by the same
+    words (the "Packing list" note's text and a file found by "Packing list"), attaches that file only when the
+    request says to attach: the optional parameter loses the reference."""
     if not request or _ATTACH.search(request):
         return []
     sending = senders(tools.values())
@@ -510,8 +511,10 @@ def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], too
         tool = tools.get(call.name)
         if tool is None or call.name not in sending:
             continue
-        made_from = {r.step for k, v in args[call.id].items() if isinstance(v, Ref) and not _is_identifier(tool, k)
-                     for r in find_refs(args.get(v.step, {}))}
+        bodies = [v.step for k, v in args[call.id].items() if isinstance(v, Ref) and not _is_identifier(tool, k)]
+        made_from = {r.step for b in bodies for r in find_refs(args.get(b, {}))} | {
+            c.id for c in calls for b in bodies if c.id != b and b in args
+            and same_target(Call(c.id, c.name, args[c.id]), Call(b, "", args[b]))}
         for name, value in list(args[call.id].items()):
             if name in tool.required or not isinstance(value, list) or _is_identifier(tool, name):
                 continue

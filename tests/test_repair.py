@@ -371,6 +371,20 @@ def test_an_invalid_second_plan_keeps_the_first() -> None:
     assert [c.name for c in result.plan.calls] == ["doc_digest"]
 
 
+def test_an_invalid_first_plan_is_planned_once_more_and_twice_is_a_typed_error() -> None:
+    from tinyagent.errors import PlanError
+
+    cut = '1. doc_find(terms="Q4 budget")\n2. doc_digest(path="report_final.pdf, and then'  # ran past the limit
+    fixed = '1. doc_find(terms="Q4 budget")\n2. doc_digest(path=$1)\n3. join()\n<END_OF_PLAN>'
+    model = ScriptedModel([cut, fixed])
+    result = Agent(tools=_sourced_tools(), model=model).plan_sync("Summarize the Q4 budget", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["doc_find", "doc_digest"]
+    assert "the plan was invalid" in str(model.requests[1].messages)
+    with pytest.raises(PlanError):
+        Agent(tools=_sourced_tools(), model=ScriptedModel([cut, cut])).plan_sync("Summarize the Q4 budget",
+                                                                                 today=TODAY)
+
+
 def _estate_tools() -> ToolRegistry:
     def fn(name: str, props: dict[str, dict[str, object]]) -> dict[str, object]:
         return {"type": "function", "function": {"name": name, "description": name.replace("_", " "), "parameters": {

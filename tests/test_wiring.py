@@ -430,3 +430,17 @@ def test_a_search_sent_as_the_text_of_one_named_item_becomes_its_read() -> None:
     assert wired.calls[0] == Call(1, "memos_open", {"heading": "Home wifi"}) and notes
     about = "mail luis@x.io my memos about the wifi"  # no one item named: the search stays
     assert wire_results(plan, tools, about, about)[0] == plan
+
+
+def test_of_two_unused_reads_of_the_named_item_the_read_not_the_search_is_sent() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("memos_search", "Full-text search across all memos. Returns the matching memos.", {"q": TEXT},
+                  ["q"]),
+        openai_fn("memos_open", "Fetches a memo and returns its text.", {"heading": TEXT}, ["heading"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "memos_search", {"q": "Home wifi memo"}),
+                       Call(2, "memos_open", {"heading": "Home wifi memo"}),
+                       Call(3, "mail", {"to": ["luis@x.io"], "body": "The wifi password is [password]"})))
+    request = "mail luis@x.io the wifi password from my Home wifi memo"
+    assert wire_results(plan, tools, request, request)[0].calls[2].args["body"] == Ref(2)

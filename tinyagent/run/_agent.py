@@ -18,7 +18,7 @@ from .._prompts import new_boundary, replan_context
 from .._provenance import Provenance
 from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
-from ..errors import PlanError, UserError
+from ..errors import PlanError, PlanParseError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
@@ -128,8 +128,10 @@ class Agent:
     ) -> PlanResult:
         """Plan only; nothing is executed.
 
+        An invalid first plan (a value that runs past the token limit) is planned once more, told why.
+
         Raises:
-            PlanParseError, PlanValidationError: the model's plan is invalid (rare under the grammar).
+            PlanParseError, PlanValidationError: the model's plan is invalid twice (rare under the grammar).
             ModelError: the model failed.
         """
         setup = self._setup()
@@ -138,7 +140,15 @@ class Agent:
         uncertain = state.offer.uncertain
         model = setup.router.select("plan", RouteSignals(retrieval_uncertain=uncertain))
         request = planner_request(state, self.settings, setup.router, model, 1, ())
-        model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
+        try:
+            model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
+        except PlanError as exc:  # (a value that ran past the token limit): planned once more, told why
+            reason = f"the plan was invalid: {exc}"
+            state.result.notes.append(f"plan: {reason}; planning again")
+            text = exc.text if isinstance(exc, PlanParseError) and exc.text else "(nothing)"
+            state.replan_note = replan_context(text, [], reason, 1, boundary=state.boundary)
+            request = planner_request(state, self.settings, setup.router, model, 1, ())
+            model, completion, plan = await plan_once(setup.router, model, request, state.offer.tools)
         no_tool_prob = join_probability(completion)
         check = await check_no_tool(setup.router, model, request, completion, plan.calls, query, state.offer.tools,
                                     self.settings, no_tool_prob, state.result.notes)

@@ -425,7 +425,9 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
     writes = [c for c in calls if c.name in tools and c.name not in sending and not reads_only(tools[c.name])
               and lookup_kind(tools[c.name]) is None]
     notes: list[str] = []
-    for step in calls:
+    # (a read of one item before a search: "my Home wifi note" is read, not searched for)
+    for step in sorted(calls, key=lambda c: c.name not in tools or bool(_SEARCHES.search(tools[c.name].description
+                                                                                          or ""))):
         tool = tools.get(step.name)
         if (tool is None or step.id in used or lookup_kind(tool) is not None or not reads_only(tool)
                 or not _names(step.id, args, request)

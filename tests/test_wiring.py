@@ -416,13 +416,17 @@ def test_a_write_into_what_is_read_that_restates_another_write_goes() -> None:
     assert tidy_plan(other, tools, request)[0] == other  # its words are its own: not a restatement
 
 
-def test_a_search_sent_as_the_text_of_one_named_item_becomes_its_read() -> None:
-    tools = ToolRegistry.from_openai([
+def _memo_tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
         openai_fn("memos_search", "Full-text search across all memos. Returns the matching memos.", {"q": TEXT},
                   ["q"]),
         openai_fn("memos_open", "Fetches a memo and returns its text.", {"heading": TEXT}, ["heading"]),
         openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
     ])
+
+
+def test_a_search_sent_as_the_text_of_one_named_item_becomes_its_read() -> None:
+    tools = _memo_tools()
     plan = Plan(calls=(Call(1, "memos_search", {"q": "Home wifi memo"}),
                        Call(2, "mail", {"to": ["luis@x.io"], "body": Ref(1)})))
     request = "mail luis@x.io the wifi password from my Home wifi memo"
@@ -433,12 +437,7 @@ def test_a_search_sent_as_the_text_of_one_named_item_becomes_its_read() -> None:
 
 
 def test_of_two_unused_reads_of_the_named_item_the_read_not_the_search_is_sent() -> None:
-    tools = ToolRegistry.from_openai([
-        openai_fn("memos_search", "Full-text search across all memos. Returns the matching memos.", {"q": TEXT},
-                  ["q"]),
-        openai_fn("memos_open", "Fetches a memo and returns its text.", {"heading": TEXT}, ["heading"]),
-        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
-    ])
+    tools = _memo_tools()
     plan = Plan(calls=(Call(1, "memos_search", {"q": "Home wifi memo"}),
                        Call(2, "memos_open", {"heading": "Home wifi memo"}),
                        Call(3, "mail", {"to": ["luis@x.io"], "body": "The wifi password is [password]"})))

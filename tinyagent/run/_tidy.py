@@ -57,7 +57,7 @@ from ._lookups import lookup_kind
 from ._no_tool import grounded_in
 from ._repair import drop_replaced
 
-__all__ = ["distinctive_words", "reads_only", "tidy_plan"]
+__all__ = ["distinctive_words", "reads_only", "takes_identifier", "tidy_plan", "writes"]
 
 _READ_VERBS = frozenset(re.findall(r"\w+", """
 returns retrieves checks lists fetches searches finds gets looks reads extracts shows reports queries counts
@@ -314,17 +314,25 @@ def _made_up_extras(calls: Sequence[Call], tools: Mapping[str, Tool], request: s
             and not _said(distinctive_words(c.name, tools), request)} if clean else set()
 
 
-def _writes(tool: Tool, name: str, tools: Mapping[str, Tool]) -> bool:
-    """Whether ``tool`` writes: not a reader, not a lookup, not a message sender."""
-    return not reads_only(tool) and lookup_kind(tool) is None and name not in senders(tools.values())
+def writes(tool: Tool, sending: Mapping[str, object]) -> bool:
+    """Whether ``tool`` writes: not a reader, not a lookup, not one of the message ``sending`` tools
+    (:func:`~._channels.senders`, computed once by the caller)."""
+    return not reads_only(tool) and lookup_kind(tool) is None and tool.name not in sending
+
+
+def takes_identifier(tool: Tool, name: str) -> bool:
+    """Whether ``tool``'s parameter ``name`` takes e-mail addresses or phone numbers (by its schema)."""
+    schema = (tool.parameters.get("properties") or {}).get(name)
+    return isinstance(schema, Mapping) and identifier_kind(schema) is not None
 
 
 def _read_back(calls: Sequence[Call], tools: Mapping[str, Tool]) -> set[int]:
     """Unused reads of what an earlier write of the plan writes (the same text under any parameter)."""
     used = {r.step for c in calls for r in find_refs(c.args)}
-    writes = [c for c in calls if c.name in tools and _writes(tools[c.name], c.name, tools)]
+    sending = senders(tools.values())
+    written = [c for c in calls if c.name in tools and writes(tools[c.name], sending)]
     return {c.id for c in calls if c.id not in used and c.name in tools and reads_only(tools[c.name])
-            and lookup_kind(tools[c.name]) is None and any(w.id < c.id and same_target(w, c) for w in writes)}
+            and lookup_kind(tools[c.name]) is None and any(w.id < c.id and same_target(w, c) for w in written)}
 
 
 def _stored_copies(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
@@ -333,14 +341,11 @@ def _stored_copies(calls: Sequence[Call], tools: Mapping[str, Tool], request: st
     used = {r.step for c in calls for r in find_refs(c.args)}
     sending = senders(tools.values())
     sent = {r.step for c in calls if c.name in sending for r in _content_refs(c, tools[c.name])}
-    return {c.id for c in calls if c.id not in used and c.name in tools and _writes(tools[c.name], c.name, tools)
+    return {c.id for c in calls if c.id not in used and c.name in tools and writes(tools[c.name], sending)
             and any(r.step in sent for r in _content_refs(c, tools[c.name]))
             and not _said(set(name_words(c.name)), request)}
 
 
 def _content_refs(call: Call, tool: Tool) -> list[Ref]:
     """The references ``call`` passes in parameters that take no identifier (what it writes or sends, not to whom)."""
-    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    return [r for name, value in call.args.items()
-            if not (isinstance(s := props.get(name), Mapping) and identifier_kind(s) is not None)
-            for r in find_refs(value)]
+    return [r for name, value in call.args.items() if not takes_identifier(tool, name) for r in find_refs(value)]

@@ -43,7 +43,7 @@ from ._clauses import name_words, same_target
 from ._lookups import lookup_kind, swap_lookups
 from ._producers import one_text_param, path_source, people, sole_finder, swap_literals
 from ._repair import documented_source, invented_identifiers
-from ._tidy import reads_only
+from ._tidy import reads_only, takes_identifier, writes
 
 __all__ = ["wire_results"]
 
@@ -389,20 +389,15 @@ def _stored_then_sent(calls: list[Call], args: dict[int, dict[str, Any]], tools:
         for name, value in list(args[call.id].items()):
             store = next((c for c in calls if isinstance(value, Ref) and c.id == value.step), None)
             store_tool = tools.get(store.name) if store is not None else None
-            if (store is None or store_tool is None or store.name in sending or reads_only(store_tool)
-                    or lookup_kind(store_tool) is not None or _is_identifier(tool, name)):
+            if store is None or store_tool is None or not writes(store_tool, sending) or takes_identifier(tool, name):
                 continue
-            stored = [v for k, v in args[store.id].items() if isinstance(v, Ref) and not _is_identifier(store_tool, k)]
+            stored = [v for k, v in args[store.id].items()
+                      if isinstance(v, Ref) and not takes_identifier(store_tool, k)]
             if len(stored) == 1:
                 args[call.id][name] = stored[0]
                 notes.append(f"plan: step {call.id} sends step {stored[0].step}'s result as {name}, not the receipt "
                              f"of step {store.id}, which stored it")
     return notes
-
-
-def _is_identifier(tool: Tool, name: str) -> bool:
-    schema = (tool.parameters.get("properties") or {}).get(name)
-    return isinstance(schema, Mapping) and identifier_kind(schema) is not None
 
 
 def _names(step: int, args: Mapping[int, Mapping[str, Any]], request: str, depth: int = 2) -> bool:
@@ -422,8 +417,7 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
         return []
     sending = senders(tools.values())
     used = {r.step for a in args.values() for r in find_refs(a)}
-    writes = [c for c in calls if c.name in tools and c.name not in sending and not reads_only(tools[c.name])
-              and lookup_kind(tools[c.name]) is None]
+    written = [c for c in calls if c.name in tools and writes(tools[c.name], sending)]
     notes: list[str] = []
     # (a read of one item before a search: "my Home wifi note" is read, not searched for)
     for step in sorted(calls, key=lambda c: c.name not in tools or bool(_SEARCHES.search(tools[c.name].description
@@ -432,19 +426,19 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
         if (tool is None or step.id in used or lookup_kind(tool) is not None or not reads_only(tool)
                 or not _names(step.id, args, request)
                 or any(w.id < step.id and same_target(Call(step.id, step.name, args[step.id]),
-                                                      Call(w.id, w.name, args[w.id])) for w in writes)):
+                                                      Call(w.id, w.name, args[w.id])) for w in written)):
             continue
         for call in calls:
             body = _body(tools[call.name], args[call.id]) if call.name in sending else None
             if body is None or call.id == step.id or _depends(step.id, call.id, args) or any(
-                    isinstance(v, Ref) and not _is_identifier(tools[call.name], k)
+                    isinstance(v, Ref) and not takes_identifier(tools[call.name], k)
                     for k, v in args[call.id].items()):
                 continue
             made_up = args[call.id][body]
             args[call.id][body] = Ref(step.id)
             notes.append(f"plan: step {call.id} sends step {step.id}'s result as {body} (the request names what "
                          "was read, and gives no message of its own)")
-            for other in writes:  # the same made-up text stored elsewhere stood for the same content
+            for other in written:  # the same made-up text stored elsewhere stood for the same content
                 for name, value in list(args[other.id].items()):
                     if value == made_up and other.id not in used and not _depends(step.id, other.id, args):
                         args[other.id][name] = Ref(step.id)
@@ -463,7 +457,7 @@ def _one_item_read(calls: list[Call], args: dict[int, dict[str, Any]], tools: Ma
     searches nothing, shares the search's kind of item by its name and takes one text) reads it by that title."""
     sending = senders(tools.values())
     sent = {r.step for c in calls if c.name in sending and c.name in tools
-            for k, v in args[c.id].items() if not _is_identifier(tools[c.name], k) for r in find_refs(v)}
+            for k, v in args[c.id].items() if not takes_identifier(tools[c.name], k) for r in find_refs(v)}
     used = [r.step for a in args.values() for r in find_refs(a)]
     notes: list[str] = []
     out = []
@@ -513,12 +507,12 @@ def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], too
         tool = tools.get(call.name)
         if tool is None or call.name not in sending:
             continue
-        bodies = [v.step for k, v in args[call.id].items() if isinstance(v, Ref) and not _is_identifier(tool, k)]
+        bodies = [v.step for k, v in args[call.id].items() if isinstance(v, Ref) and not takes_identifier(tool, k)]
         made_from = {r.step for b in bodies for r in find_refs(args.get(b, {}))} | {
             c.id for c in calls for b in bodies if c.id != b and b in args
             and same_target(Call(c.id, c.name, args[c.id]), Call(b, "", args[b]))}
         for name, value in list(args[call.id].items()):
-            if name in tool.required or not isinstance(value, list) or _is_identifier(tool, name):
+            if name in tool.required or not isinstance(value, list) or takes_identifier(tool, name):
                 continue
             kept = [v for v in value if not (isinstance(v, Ref) and v.step in made_from)]
             if len(kept) < len(value):

@@ -320,9 +320,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=12, help="requests per set")
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: decode,plan,run,joiner,rss")
+    parser.add_argument("--output", type=Path, default=RESULTS / "latency.json",
+                        help="the results file (default %(default)s; a partial run updates it)")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
-    out: dict[str, Any] = {"model": args.model, "threads": args.threads, "machine_before": machine()}
+    out: dict[str, Any] = {"model": args.model, "threads": args.threads, "machine_before": machine(),
+                           "flash_attn": os.environ.get("TINYAGENT_FLASH_ATTN", "0")}
     data = Path(tempfile.mkdtemp(prefix="bench-latency-data-"))
     init_demo(data, today=TODAY, timezone="UTC")
     # A new user's prefix cache (empty): what earlier runs saved must not make the first requests warm.
@@ -360,8 +363,8 @@ def main() -> None:
     if "rss" not in skip:
         out["rss_mb"] = {args.model: rss(args.model, args.threads), args.fast_model: rss(args.fast_model, args.threads)}
     out["machine_after"] = machine()
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "latency.json"
+    path = args.output
+    path.parent.mkdir(parents=True, exist_ok=True)
     if skip and path.exists():  # a partial run updates the sections it measured and keeps the others
         kept = json.loads(path.read_text())
         kept.setdefault("partial_runs", []).append({"measured": sorted(set(SECTIONS) - skip),

@@ -84,6 +84,31 @@ def test_stray_reads_and_repeated_calls_go() -> None:
     assert len(tidy_plan(plan, tools, question)[0].calls) == 3
 
 
+def test_a_getter_nobody_asked_for_goes_even_in_a_question() -> None:
+    """A generated registry's descriptions open with the system the tool belongs to; what follows the label says
+    what the tool itself does ("Gets the current speed")."""
+    from tinyagent.run._tidy import tidy_plan
+
+    system = "This tool belongs to the car system, which allows users to create routes and send alerts. "
+    tools = ToolRegistry.from_openai([
+        openai_fn("get_current_speed", system + "Tool description: Gets the current speed of the vehicle.", {}, []),
+        openai_fn("lockDoors", system + "Tool description: Locks the doors of the vehicle.",
+                  {"unlock": {"type": "boolean"}}, ["unlock"]),
+        openai_fn("setLights", system + "Tool description: Sets the headlights.", {"mode": TEXT}, ["mode"]),
+    ])
+    plan = Plan(calls=(Call(1, "get_current_speed", {}), Call(2, "lockDoors", {"unlock": True}),
+                       Call(3, "setLights", {"mode": "on"})))
+    asks = "Could you unlock the doors? And switch the headlights on."
+    tidy, notes = tidy_plan(plan, tools, asks)
+    assert [c.name for c in tidy.calls] == ["lockDoors", "setLights"] and notes
+    said = "How fast am I going? What is my current speed? Unlock the doors and switch the headlights on."
+    assert tidy_plan(plan, tools, said)[0] == plan  # the request names the getter's noun
+    alone = Plan(calls=(plan.calls[0],))
+    assert tidy_plan(alone, tools, asks)[0] == alone  # nothing else would be left
+    used = Plan(calls=(plan.calls[0], Call(2, "setLights", {"mode": Ref(1)})))
+    assert tidy_plan(used, tools, asks)[0] == used  # its result is used
+
+
 def test_a_result_wired_into_an_earlier_call_moves_its_step_before_it() -> None:
     tools = _tools()
     plan = Plan(calls=(Call(1, "who", {"name": "Aisha"}), Call(2, "event", {"title": "Retro", "guests": [Ref(1)]}),

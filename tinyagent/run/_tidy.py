@@ -57,11 +57,17 @@ from ._lookups import lookup_kind
 from ._no_tool import grounded_in
 from ._repair import drop_replaced
 
-__all__ = ["distinctive_words", "reads_only", "takes_identifier", "tidy_plan", "writes"]
+__all__ = ["distinctive_words", "own_description", "reads_only", "takes_identifier", "tidy_plan", "writes"]
 
 _READ_VERBS = frozenset(re.findall(r"\w+", """
 returns retrieves checks lists fetches searches finds gets looks reads extracts shows reports queries counts
 computes calculates converts tells gives produces summarizes summarises""".lower()))
+# A getter's description may say it in the imperative ("Return the current working directory path.").
+_GETTER_VERBS = _READ_VERBS | frozenset(re.findall(r"\w+", """
+displays views return retrieve check list fetch search find get look read extract show report query count
+display view""".lower()))
+_STATE_WORDS = frozenset(["current", "all", "latest", "recent", "available", "now"])
+_LABEL = re.compile(r"\bdescription:\s*", re.IGNORECASE)
 _ACTS = re.compile(r"\b(?:sends?|deliver|creates?|adds?|stores?|saves?|deletes?|removes?|moves?|opens?|writes?|"
                    r"updates?|books?|schedules?|cancels?)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"\?|(?:^|[.!;]\s+)(?:what|which|who|whom|whose|when|where|why|how|is|are|am|do|does|did|"
@@ -87,6 +93,28 @@ def reads_only(tool: Tool) -> bool:
         return False
     # "Returns every calendar entry ...", or a search named as a noun ("Full-text search across all notes. ...")
     return first[0] in _READ_VERBS or bool(_SEARCH_NOUN.search(description[:40]))
+
+
+def _getter(tool: Tool) -> bool:
+    """Whether ``tool`` reads state and takes nothing: no parameters, and what its description says of the tool
+    itself opens with a verb of reading ("Return the current working directory path.", "Gets the current speed of
+    the vehicle.") and names no act."""
+    if tool.parameters.get("properties"):
+        return False
+    if tool.read_only:
+        return True
+    own = own_description(tool)
+    first = _WORD.findall(own.lower()[:40])
+    return bool(first) and first[0] in _GETTER_VERBS and not _ACTS.search(own)
+
+
+def own_description(tool: Tool) -> str:
+    """What the description says of the tool itself: after a "Tool description:" label when it has one (generated
+    registries open with the system the tool belongs to: "This tool belongs to the ... system, which allows users
+    to create, send ... Tool description: Get the current time.")."""
+    description = tool.description or ""
+    labels = list(_LABEL.finditer(description))
+    return (description[labels[-1].end():] if labels else description).strip()
 
 
 def distinctive_words(name: str, tools: Mapping[str, Tool]) -> set[str]:
@@ -148,13 +176,24 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
 
 
 def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
-    if len(calls) < 2 or _QUESTION.search(request):
+    """Unused reads whose tool the request does not name; in a question, which asks for reads, only the getters
+    (:func:`_getter`: ``pwd()``, ``get_current_time()`` beside the calls that serve it)."""
+    if len(calls) < 2:
         return set()
+    question = bool(_QUESTION.search(request))
     used = {r.step for c in calls for r in find_refs(c.args)}
     out = set()
     for call in calls:
         tool = tools.get(call.name)
         if tool is None or call.id in used:
+            continue
+        if _getter(tool):
+            words = distinctive_words(call.name, tools) or {w for w in name_words(call.name) if len(w) > 2}
+            nouns = words - _GETTER_VERBS - _STATE_WORDS or words  # get_current_time: "time", not "current"
+            if nouns and not _said(nouns, request):
+                out.add(call.id)
+            continue
+        if question:
             continue
         if lookup_kind(tool) is not None:  # (by a name: tinyagent.run._repair.stray_lookups)
             if any(isinstance(v, str) and "@" in v for v in call.args.values()):

@@ -1,0 +1,57 @@
+"""A call of a sibling tool (the same required parameters) becomes the one whose verb the request says
+(tinyagent/run/_siblings.py), read from a made-up registry's descriptions."""
+
+from __future__ import annotations
+
+from _helpers_tools import TEXT, openai_fn
+
+from tinyagent import ToolRegistry
+from tinyagent._plan import Call, Plan
+from tinyagent.run._siblings import swap_siblings
+
+PRE = "This tool belongs to the file system, which allows users to move, copy and delete files. Tool description: "
+
+
+def _tools() -> ToolRegistry:
+    two = {"source": TEXT, "destination": TEXT}
+    return ToolRegistry.from_openai([
+        openai_fn("cp", PRE + "Copy a file or directory from one location to another.", two, ["source", "destination"]),
+        openai_fn("mv", PRE + "Move a file or directory from one location to another.", two, ["source", "destination"]),
+        openai_fn("rm", PRE + "Remove a file.", {"file_name": TEXT}, ["file_name"]),
+        openai_fn("cat", PRE + "Display the contents of a file.", {"file_name": TEXT}, ["file_name"]),
+    ])
+
+
+def test_the_request_s_verb_picks_the_sibling() -> None:
+    tools = _tools()
+    plan = Plan(calls=(Call(1, "cp", {"source": "report.pdf", "destination": "temp"}),))
+    swapped, notes = swap_siblings(plan, tools, "Move 'report.pdf' to the temp directory")
+    assert swapped.calls == (Call(1, "mv", {"source": "report.pdf", "destination": "temp"}),) and notes
+    assert swap_siblings(plan, tools, "Copy report.pdf into temp")[0] == plan  # its own verb
+    both = "Make a backup by moving a copy of report.pdf to temp"
+    assert swap_siblings(plan, tools, both)[0] == plan  # the request says its verb too
+    assert swap_siblings(plan, tools, "Put report.pdf in temp")[0] == plan  # neither verb
+
+
+def test_one_parameter_tools_and_a_sibling_already_called_stay() -> None:
+    tools = _tools()
+    read = Plan(calls=(Call(1, "cat", {"file_name": "a.txt"}),))
+    assert swap_siblings(read, tools, "Remove a.txt")[0] == read  # one parameter: too many tools share it
+    pair = Plan(calls=(Call(1, "cp", {"source": "a", "destination": "b"}),
+                       Call(2, "mv", {"source": "c", "destination": "d"})))
+    assert swap_siblings(pair, tools, "Move c to d and keep a in b")[0] == pair
+
+
+def test_a_number_given_in_another_converters_unit_takes_that_converter() -> None:
+    num = {"type": "number"}
+    tools = ToolRegistry.from_openai([
+        openai_fn("gallon_to_liter", "Converts the gallon to liter.", {"gallon": num}, ["gallon"]),
+        openai_fn("liter_to_gallon", "Converts the liter to gallon.", {"liter": num}, ["liter"]),
+        openai_fn("fill_tank", "Fills the fuel tank.", {"amount": num}, ["amount"]),
+    ])
+    plan = Plan(calls=(Call(1, "gallon_to_liter", {"gallon": 20.0}),))
+    swapped, notes = swap_siblings(plan, tools, "Convert 20 liters of gasoline into gallons")
+    assert swapped.calls == (Call(1, "liter_to_gallon", {"liter": 20.0}),) and notes
+    assert swap_siblings(plan, tools, "How many liters are 20 gallons?")[0] == plan  # its own unit
+    fill = Plan(calls=(Call(1, "fill_tank", {"amount": 30.0}),))
+    assert swap_siblings(fill, tools, "Refuel it with 30 gallons")[0] == fill  # not a converter

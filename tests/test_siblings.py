@@ -6,7 +6,7 @@ from __future__ import annotations
 from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import ToolRegistry
-from tinyagent._plan import Call, Plan
+from tinyagent._plan import Call, Plan, Ref
 from tinyagent.run._siblings import swap_siblings
 
 PRE = "This tool belongs to the file system, which allows users to move, copy and delete files. Tool description: "
@@ -55,3 +55,27 @@ def test_a_number_given_in_another_converters_unit_takes_that_converter() -> Non
     assert swap_siblings(plan, tools, "How many liters are 20 gallons?")[0] == plan  # its own unit
     fill = Plan(calls=(Call(1, "fill_tank", {"amount": 30.0}),))
     assert swap_siblings(fill, tools, "Refuel it with 30 gallons")[0] == fill  # not a converter
+
+
+def test_an_unasked_action_on_what_an_asked_one_acts_on_goes_with_its_lookup() -> None:
+    from tinyagent.run._siblings import drop_unasked_twins
+
+    addresses = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("who", "Finds a person's e-mail address.", {"name": TEXT}, ["name"]),
+        openai_fn("mail_reply", "Sends a reply to an existing e-mail.", {"match": TEXT, "body": TEXT},
+                  ["match", "body"]),
+        openai_fn("mail_forward", "Forwards an existing e-mail.", {"match": TEXT, "to": addresses}, ["match", "to"]),
+        openai_fn("event", "Adds an event to the calendar.", {"title": TEXT}, ["title"]),
+    ])
+    plan = Plan(calls=(Call(1, "who", {"name": "Mia"}),
+                       Call(2, "mail_forward", {"match": "Coach Rivera", "to": [Ref(1)]}),
+                       Call(3, "event", {"title": "Game"}),
+                       Call(4, "mail_reply", {"match": "Coach Rivera", "body": "Mia can make it."})))
+    request = "Reply to Coach Rivera's email saying Mia can make Saturday's game, and add the game to my calendar"
+    kept, notes = drop_unasked_twins(plan, tools, request)
+    assert [c.name for c in kept.calls] == ["event", "mail_reply"] and notes
+    both = request + ", and forward it to Mia"
+    assert drop_unasked_twins(plan, tools, both)[0] == plan  # the request asks for the forward too
+    other = Plan(calls=(*plan.calls[:3], Call(4, "mail_reply", {"match": "Dentist", "body": "Yes."})))
+    assert drop_unasked_twins(other, tools, request)[0] == other  # another e-mail

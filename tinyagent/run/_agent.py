@@ -30,7 +30,7 @@ from ._producers import dropped_actions, insert_producers, merge_lookups, merge_
 from ._repair import call_problem, known_text, repair_plan, ruled_out
 from ._retrieve import ExampleSelector, ToolRetriever, disagrees_with_examples, similar_examples
 from ._settings import STOP_PREF, AgentSettings
-from ._siblings import swap_siblings
+from ._siblings import drop_unasked_twins, swap_siblings
 from ._state import Emit, RunSetup, RunState
 from ._tidy import tidy_plan
 from ._wiring import wire_results
@@ -288,6 +288,8 @@ class Agent:
         if self.settings.given_identifiers and self.settings.last_plan_repairs:
             # (after planning again: told why, the planner often fixes more than the made-up value)
             plan, notes = swap_siblings(plan, state.offer.tools, state.query)
+            state.result.notes.extend(notes)
+            plan, notes = drop_unasked_twins(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)
             plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
             state.result.notes.extend(notes)

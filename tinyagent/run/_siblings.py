@@ -16,11 +16,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._plan import Call, Plan
+from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
-from ._tidy import own_description
+from ._clauses import name_words
+from ._tidy import acts, own_description
 
-__all__ = ["swap_siblings"]
+__all__ = ["drop_unasked_twins", "swap_siblings"]
 
 _WORD = re.compile(r"[a-z]+")
 
@@ -134,3 +135,49 @@ def swap_siblings(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[
     if not notes:
         return plan, []
     return Plan(calls=tuple(calls), answer=plan.answer), notes
+
+
+def _asked(tool: Tool, request_words: Sequence[str]) -> bool:
+    """The request says what the tool does: its description's verb, or a word of its name ("reply" for
+    ``mail_reply``, whose description opens "Sends a reply ...")."""
+    return _says(_verb(tool), request_words) or any(
+        len(w) >= 4 and _says(w, request_words) for w in name_words(tool.name))
+
+
+def _twin_of(call: Call, tool: Tool, other: Call, other_tool: Tool) -> bool:
+    """Both act on one thing: a parameter both tools require has the same value in both calls (a forward's and a
+    reply's ``match_text="Coach Rivera"``)."""
+    shared = set(tool.required) & set(other_tool.required)
+    return any(call.args.get(name) == other.args.get(name) is not None for name in shared)
+
+
+def drop_unasked_twins(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without a call whose verb the request does not say, beside a call of another tool on the same thing
+    whose verb it says ("Reply to Coach Rivera's email ..." planned as a forward and a reply of that e-mail), and
+    without the calls that only fed it (the forward's recipient lookup); with notes."""
+    words = _WORD.findall(request.lower())
+    unasked: set[int] = set()
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        if tool is None or not acts(tool) or _asked(tool, words):
+            continue
+        for other in plan.calls:
+            other_tool = tools.get(other.name)
+            if (other_tool is not None and other.name != call.name and acts(other_tool)
+                    and _asked(other_tool, words) and _twin_of(call, tool, other, other_tool)):
+                unasked.add(call.id)
+                break
+    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+    unasked -= used
+    if not unasked:
+        return plan, []
+    fed = {r.step for c in plan.calls if c.id in unasked for r in find_refs(c.args)}
+    fed -= {r.step for c in plan.calls if c.id not in unasked for r in find_refs(c.args)}
+    gone = unasked | fed
+    kept = [c for c in plan.calls if c.id not in gone]
+    numbers = {c.id: i + 1 for i, c in enumerate(kept)}
+    calls = tuple(Call(numbers[c.id], c.name, map_refs(c.args, lambda r: Ref(numbers.get(r.step, r.step))))
+                  for c in kept)
+    note = (f"plan: left out step {', '.join(map(str, sorted(gone)))} (the request asks for another action on the "
+            "same thing, and not for this one)")
+    return Plan(calls=calls, answer=plan.answer), [note]

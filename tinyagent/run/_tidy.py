@@ -57,7 +57,7 @@ from ._lookups import lookup_kind
 from ._no_tool import grounded_in
 from ._repair import drop_replaced
 
-__all__ = ["distinctive_words", "own_description", "reads_only", "takes_identifier", "tidy_plan", "writes"]
+__all__ = ["acts", "distinctive_words", "own_description", "reads_only", "takes_identifier", "tidy_plan", "writes"]
 
 _READ_VERBS = frozenset(re.findall(r"\w+", """
 returns retrieves checks lists fetches searches finds gets looks reads extracts shows reports queries counts
@@ -93,6 +93,15 @@ def reads_only(tool: Tool) -> bool:
         return False
     # "Returns every calendar entry ...", or a search named as a noun ("Full-text search across all notes. ...")
     return first[0] in _READ_VERBS or bool(_SEARCH_NOUN.search(description[:40]))
+
+
+def acts(tool: Tool) -> bool:
+    """Whether ``tool`` does something rather than read: not :func:`reads_only`, and what its description says of
+    the tool itself does not open with a verb of reading."""
+    if reads_only(tool):
+        return False
+    first = _WORD.findall(own_description(tool).lower()[:40])
+    return bool(first) and first[0] not in _GETTER_VERBS
 
 
 def _getter(tool: Tool) -> bool:

@@ -23,6 +23,7 @@ from tinyagent.run._items import (
     new_kinds,
     pointed_kinds,
     ruled_out_items,
+    unattached_problem,
     unserved_item,
 )
 from tinyagent.run._lookups import lookup_kind, mismatched_refs, swap_lookups
@@ -243,3 +244,18 @@ def test_real_planner_new_or_existing_and_lookup_kinds_on_a_foreign_registry() -
 
     assert senders([registry[text.calls[-1].name]]).get(text.calls[-1].name) == {"phone"}, text
     assert all(lookup_kind(registry[c.name]) == "phone" for c in text.calls[:-1]), text
+
+
+def test_a_message_that_says_attached_but_attaches_nothing_is_planned_again() -> None:
+    paths = {"type": "array", "items": {"type": "string"}, "description": "Files to attach."}
+    tools = ToolRegistry.from_openai([openai_fn(
+        "send_mail", "Composes a brand-new e-mail.", {"to": TEXT, "body": TEXT, "files": paths}, ["to", "body"])])
+    bare = Call(2, "send_mail", {"to": Ref(1), "body": "Please find attached the signed NDA."})
+    problem = unattached_problem(bare, tools, "Email Derek the signed NDA")
+    assert problem is not None and "files" in problem
+    attached = Call(2, "send_mail", {"to": Ref(1), "body": "Attached.", "files": ["nda.pdf"]})
+    assert unattached_problem(attached, tools, "Email Derek the signed NDA") is None
+    news = Call(2, "send_mail", {"to": Ref(1), "body": "The slides are ready; attached."})
+    assert unattached_problem(news, tools, "Email Sydney that the slides are ready") is None  # sends news
+    said = Call(2, "send_mail", {"to": Ref(1), "body": "Here it is."})
+    assert unattached_problem(said, tools, "Email Derek the signed NDA") is None  # claims nothing

@@ -35,7 +35,7 @@ from ..models import ModelRequest
 from ._channels import channel_problem
 from ._dangling import cut_plan_text, dangling_problem
 from ._durations import fix_durations
-from ._items import item_problem
+from ._items import item_problem, unattached_problem
 from ._lookups import finds_kind, mismatched_refs, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
@@ -404,12 +404,15 @@ def invented_note(step: int, invented: Sequence[tuple[str, str]]) -> str:
 def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str,
                  request: str | None = None) -> str | None:
     """Why ``call`` must not run as planned (:func:`invented_identifiers`, :func:`unsourced_values`, and with the
-    ``request`` :func:`~._channels.channel_problem` and :func:`~._items.item_problem`), as the note the planner is
+    ``request`` :func:`~._channels.channel_problem`, :func:`~._items.item_problem` and
+    :func:`~._items.unattached_problem`), as the note the planner is
     given to plan again; None when nothing is wrong."""
     notes = []
     if request is not None and (wrong := channel_problem(call, earlier, tools, request)):
         notes.append(wrong)
     if request is not None and (wrong := item_problem(call, tools, request)):
+        notes.append(wrong)
+    if request is not None and (wrong := unattached_problem(call, tools, request)):
         notes.append(wrong)
     if wrong := mismatched_refs(call, earlier, tools):
         notes.append(wrong)

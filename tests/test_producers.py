@@ -219,6 +219,23 @@ def test_a_made_up_attachment_gets_the_one_tool_that_returns_a_path() -> None:
     assert [c.name for c in insert_producers(plan, two, request, request)[0].calls] == ["answer"]
 
 
+def test_an_empty_path_gets_the_source_called_with_what_the_clause_acts_on() -> None:
+    path = {"type": "string", "description": "The file path, as returned by find_doc."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("find_doc", "Searches documents. Returns the path of the best match.", {"words": TEXT}, ["words"]),
+        openai_fn("pdf_summarize", "Summarizes a PDF.", {"file_path": path}, ["file_path"]),
+        openai_fn("new_note", "Stores a new note.", {"title": TEXT, "text": TEXT}, ["title", "text"]),
+    ])
+    request = "Summarize the car insurance policy and save the summary as a new note titled Insurance summary."
+    plan = Plan(calls=(Call(1, "pdf_summarize", {"file_path": ""}),
+                       Call(2, "new_note", {"title": "Insurance summary", "text": Ref(1)})))
+    fixed, notes = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["find_doc", "pdf_summarize", "new_note"] and notes
+    assert fixed.calls[0].args == {"words": "car insurance policy"} and fixed.calls[2].args["text"] == Ref(2)
+    unnamed = "Save the summary as a new note titled Insurance summary."  # no clause names the summarizer
+    assert insert_producers(plan, tools, unnamed, unnamed)[0] == plan
+
+
 def test_what_the_second_plan_added_for_an_unserved_clause_joins_the_first() -> None:
     """Told that no step reminds, the planner wrote a reminder for every clause and dropped the text message: the
     first plan stays, with the reminder that matches the remind clause, and that clause cut from the message."""

@@ -43,7 +43,10 @@ _PHONE_WORDS = re.compile(r"\b(?:phone|mobile|cell|telephone) numbers?\b", re.IG
 _NAME_WORDS = re.compile(r"\b(?:names?|handles?|usernames?|contacts?|ids?)\b", re.IGNORECASE)
 _EMPTY = re.compile(r"\bempty\b|\bblank\b|''|\"\"", re.IGNORECASE)
 _FREE = r'[^"\\\x00-\x1f]'
-_EMAIL = r'[^"\\\x00-\x1f@ ]+ "@" [^"\\\x00-\x1f@ ]+ "." [a-zA-Z0-9.-]+'
+# Bounded, and without the characters that end an argument list (",", "=", ")", ...): a planner that began an
+# address with something else ("+447700900123,subject_line=...") must end it soon, not run to the token limit.
+_EMAIL = (r'[^"\\\x00-\x1f@ ,;:<>()\[\]=]{1,64} "@" [^"\\\x00-\x1f@ ,;:<>()\[\]=]{1,120} "." '
+          r'[a-zA-Z0-9.-]{1,63}')
 _PHONE = r'"+"? [0-9(] [0-9() .-]{5,20}'
 _ISO_DATE = '[0-9]{4} "-" [0-9]{2} "-" [0-9]{2}'
 

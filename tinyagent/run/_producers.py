@@ -33,10 +33,11 @@ from typing import Any
 from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
+from ._clauses import named_clauses
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
 
-__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request",
+__all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "object_of",
            "one_text_param", "pair_numbers", "path_source", "people", "person_lists", "request_names", "sole_finder",
            "swap_literals", "terms_in_request"]
 
@@ -237,8 +238,24 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
     source = path_source(schema, tools)
     if source is None or source == tool.name or (param := one_text_param(tools[source])) is None:
         return None
-    terms = terms_in_request(value, request)
+    terms = terms_in_request(value, request) if value.strip() else object_of(tool.name, tools, request)
     return None if terms is None else Call(0, source, {param: terms})
+
+
+_DETERMINER = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their|this|that|these|those)\s+)+", re.IGNORECASE)
+_OBJECT_END = re.compile(r"\s+(?:and|then|to|into|in|on|for|with|from|as|by|at|so|because)\b.*$", re.IGNORECASE)
+
+
+def object_of(name: str, tools: Mapping[str, Tool], request: str) -> str | None:
+    """What the request's clause that names tool ``name`` acts on ("Summarize the car insurance policy and ..."
+    gives "car insurance policy" for a summarizer): the clause's words after its verb, up to a preposition or a
+    conjunction, without determiners; None when no one clause names the tool or nothing is left."""
+    clauses = [text for group, text in named_clauses(request, tools) if name in group]
+    if len(clauses) != 1:
+        return None
+    words = clauses[0].split(None, 1)
+    rest = _OBJECT_END.sub("", _DETERMINER.sub("", words[1] if len(words) > 1 else "")).strip(" ,.;:!?'\"")
+    return rest or None
 
 
 def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known: str) -> tuple[Plan, list[str]]:
@@ -339,7 +356,8 @@ def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[st
         if source is None or source == call.name or identifier_kind(props.get(name) or {}) is not None:
             continue
         leaves = value if isinstance(value, list) else [value]
-        out += [(name, v) for v in leaves if isinstance(v, str) and v.strip() and v.lower() not in text]
+        out += [(name, v) for v in leaves if isinstance(v, str) and (v.lower() not in text or not v.strip())
+                and (v.strip() or name in tool.required)]
     return out
 
 

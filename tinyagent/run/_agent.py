@@ -22,6 +22,7 @@ from ..errors import PlanError, PlanParseError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
+from ._done import drop_done
 from ._items import ruled_out_items, unserved_item
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
@@ -290,6 +291,8 @@ class Agent:
             plan, notes = swap_siblings(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)
             plan, notes = drop_unasked_twins(plan, state.offer.tools, state.query)
+            state.result.notes.extend(notes)
+            plan, notes = drop_done(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)
             plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
             state.result.notes.extend(notes)

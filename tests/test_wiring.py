@@ -468,3 +468,23 @@ def test_of_two_unused_reads_of_the_named_item_the_read_not_the_search_is_sent()
                        Call(3, "mail", {"to": ["luis@x.io"], "body": "The wifi password is [password]"})))
     request = "mail luis@x.io the wifi password from my Home wifi memo"
     assert wire_results(plan, tools, request, request)[0].calls[2].args["body"] == Ref(2)
+
+
+def test_a_read_that_another_read_of_the_same_thing_narrows_goes() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    pre = "This tool belongs to the file system, which allows users to create and move files. Tool description: "
+    name = {"file_name": TEXT}
+    tools = ToolRegistry.from_openai([
+        openai_fn("cat", pre + "Display the contents of a file from the current directory.", name, ["file_name"]),
+        openai_fn("tail", pre + "Display the last part of a file.", {**name, "lines": {"type": "integer"}},
+                  ["file_name"]),
+        openai_fn("wc", pre + "Count the characters of a file.", {**name, "mode": TEXT}, ["file_name"]),
+    ])
+    plan = Plan(calls=(Call(1, "cat", {"file_name": "log.txt"}), Call(2, "tail", {"file_name": "log.txt"})))
+    tidy, notes = tidy_plan(plan, tools, "What does the last line of log.txt look like?")
+    assert [c.name for c in tidy.calls] == ["tail"] and notes
+    asked = "Show me the contents of log.txt and its last line"  # the request says what only cat does
+    assert tidy_plan(plan, tools, asked)[0] == plan
+    other = Plan(calls=(Call(1, "cat", {"file_name": "a.txt"}), Call(2, "tail", {"file_name": "b.txt"})))
+    assert tidy_plan(other, tools, "What do a.txt and the end of b.txt say?")[0] == other  # other files

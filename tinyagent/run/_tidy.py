@@ -166,7 +166,7 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
         numbers[call.id] = first_of[key] = len(calls) + 1
         calls.append(Call(len(calls) + 1, call.name, args))
     stray = _stray_reads(calls, tools, request) | _repeated_invitations(calls, tools, request) | _read_back(
-        calls, tools)
+        calls, tools) | _covered_reads(calls, tools, request)
     if stray:
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(stray))} (its result is not used, "
                      "and the request does not ask for it: it only reads, reads back what the plan wrote, or "
@@ -216,6 +216,42 @@ def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str)
     if len(out) == len(calls):
         return set()
     return out
+
+
+def _reads(tool: Tool) -> bool:
+    """``tool`` reads: :func:`reads_only`, or what its description says of the tool itself opens with a verb of
+    reading and names no act ("Display the last part of a file.")."""
+    if reads_only(tool):
+        return True
+    own = own_description(tool)
+    first = _WORD.findall(own.lower()[:40])
+    return bool(first) and first[0] in _GETTER_VERBS and not _ACTS.search(own)
+
+
+def _stems(text: str) -> set[str]:
+    """The first five letters of the text's words of four letters or more, less the function words."""
+    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _FUNCTION_WORDS}
+
+
+_FUNCTION_WORDS = frozenset(["from", "with", "that", "this", "than", "into", "onto", "your", "their", "there",
+                             "what", "when", "which", "also", "only", "each", "every", "some", "given", "will"])
+
+
+def _covered_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Unused reads of what another unused read reads more narrowly: its tool takes every parameter this one's
+    takes and more, the call passes the same values, and the request says none of the words this one's
+    description has and the other's lacks (``cat(file_name=X)``, "Display the contents of a file", beside
+    ``tail(file_name=X)``, "Display the last part of a file", for "What does the last line look like?"; "peek the
+    content ... and a character count" keeps both)."""
+    used = {r.step for c in calls for r in find_refs(c.args)}
+    reads = [c for c in calls if c.id not in used and c.name in tools and _reads(tools[c.name])]
+    params = {c.name: set(tools[c.name].parameters.get("properties") or {}) for c in reads}
+    said = _stems(request)
+    return {a.id for a in reads for b in reads
+            if a.name != b.name and a.args and params[a.name] < params[b.name]
+            and all(k in b.args and b.args[k] == v for k, v in a.args.items())
+            and (own := _stems(own_description(tools[a.name])) - _stems(own_description(tools[b.name])))
+            and not own & said}
 
 
 def _repeated_invitations(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:

@@ -79,3 +79,16 @@ def test_an_unasked_action_on_what_an_asked_one_acts_on_goes_with_its_lookup() -
     assert drop_unasked_twins(plan, tools, both)[0] == plan  # the request asks for the forward too
     other = Plan(calls=(*plan.calls[:3], Call(4, "mail_reply", {"match": "Dentist", "body": "Yes."})))
     assert drop_unasked_twins(other, tools, request)[0] == other  # another e-mail
+
+
+def test_a_file_name_passed_to_the_folder_tool_goes_to_the_file_tool_of_the_same_verb() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("mkdir", PRE + "Create a new directory.", {"dir_name": TEXT}, ["dir_name"]),
+        openai_fn("touch", PRE + "Create a new file.", {"file_name": TEXT}, ["file_name"]),
+        openai_fn("rm", PRE + "Remove a file.", {"file_name": TEXT}, ["file_name"]),
+    ])
+    plan = Plan(calls=(Call(1, "mkdir", {"dir_name": "Notes2023.txt"}),))
+    swapped, notes = swap_siblings(plan, tools, "Set up a new file called 'Notes2023.txt'")
+    assert swapped.calls == (Call(1, "touch", {"file_name": "Notes2023.txt"}),) and notes
+    folder = Plan(calls=(Call(1, "mkdir", {"dir_name": "Archive"}),))
+    assert swap_siblings(folder, tools, "Make a folder Archive")[0] == folder  # a folder's name

@@ -7,6 +7,8 @@ description with ("Copy a file ...") is not in the request, and exactly one sibl
 parameters, by name and type) opens with a verb the request says ("Move a file ..."), the call becomes the
 sibling's, its arguments carried over. Likewise a one-number call of a converter whose parameter is not the unit
 the request gives the number in ("20 liters") becomes the call of the converter whose parameter is ("liter").
+And a one-text call for folders passed a file name ("Notes2023.txt" to ``mkdir(dir_name)``) becomes the call of the
+tool for files that opens its description with the same verb (``touch(file_name)``: both "Create a new ...").
 Nothing here is keyed to a tool's name: the verbs are the descriptions' own, the units the parameters'.
 """
 
@@ -104,6 +106,30 @@ def _unit_sibling(call: Call, tool: Tool, tools: Mapping[str, Tool], request: st
     return found[0] if len(found) == 1 else None
 
 
+_FILE_NAME = re.compile(r"^[^/\\]+\.[A-Za-z0-9]{1,5}$")
+_FOLDER = re.compile(r"dir|folder", re.IGNORECASE)
+_FILE = re.compile(r"file", re.IGNORECASE)
+
+
+def _file_sibling(call: Call, tool: Tool, tools: Mapping[str, Tool], called: set[str]) -> tuple[Tool, str] | None:
+    """The one-text-parameter tool for files that does what ``tool`` does for folders, when the call passes a file
+    name (``mkdir(dir_name="Notes2023.txt")`` beside ``touch(file_name)``, both "Create a new ..."): the tool and
+    its parameter."""
+    shape = _shape(tool)
+    if len(shape) != 1 or shape[0][1] != "string" or len(call.args) != 1:
+        return None
+    name = shape[0][0]
+    value = call.args.get(name)
+    if not isinstance(value, str) or not _FILE_NAME.match(value.strip()) or not _FOLDER.search(name) or _FILE.search(
+            name):
+        return None
+    found = [(other, _shape(other)[0][0]) for other in tools.values()
+             if other.name not in called and len(_shape(other)) == 1 and _shape(other)[0][1] == "string"
+             and _FILE.search(_shape(other)[0][0]) and not _FOLDER.search(_shape(other)[0][0])
+             and _same(_verb(other), _verb(tool))]
+    return found[0] if len(found) == 1 else None
+
+
 def swap_siblings(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
     """``plan`` with each call of a tool whose verb the request does not say, and whose one sibling's verb it says,
     made a call of that sibling (same step, arguments carried over); with notes."""
@@ -117,6 +143,13 @@ def swap_siblings(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[
             other, param = unit
             calls.append(Call(call.id, other.name, {param: next(iter(call.args.values()))}))
             notes.append(f"plan: step {call.id} calls {other.name} (the request gives the number in {param}s)")
+            continue
+        file = _file_sibling(call, tool, tools, called) if tool is not None else None
+        if file is not None:
+            other, param = file
+            calls.append(Call(call.id, other.name, {param: next(iter(call.args.values()))}))
+            notes.append(f"plan: step {call.id} calls {other.name} (it passes a file name, and {call.name} takes "
+                         "a folder)")
             continue
         verb = _verb(tool) if tool is not None else ""
         if tool is None or not verb or _says(verb, words):

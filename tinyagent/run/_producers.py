@@ -242,7 +242,8 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
     return None if terms is None else Call(0, source, {param: terms})
 
 
-_DETERMINER = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their|this|that|these|those)\s+)+", re.IGNORECASE)
+_LEADING_DETERMINERS = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their|this|that|these|those)\s+)+",
+                                  re.IGNORECASE)
 _OBJECT_END = re.compile(r"\s+(?:and|then|to|into|in|on|for|with|from|as|by|at|so|because)\b.*$", re.IGNORECASE)
 
 
@@ -254,7 +255,7 @@ def object_of(name: str, tools: Mapping[str, Tool], request: str) -> str | None:
     if len(clauses) != 1:
         return None
     words = clauses[0].split(None, 1)
-    rest = _OBJECT_END.sub("", _DETERMINER.sub("", words[1] if len(words) > 1 else "")).strip(" ,.;:!?'\"")
+    rest = _OBJECT_END.sub("", _LEADING_DETERMINERS.sub("", words[1] if len(words) > 1 else "")).strip(" ,.;:!?'\"")
     return rest or None
 
 

@@ -236,6 +236,17 @@ def test_an_empty_path_gets_the_source_called_with_what_the_clause_acts_on() -> 
     assert insert_producers(plan, tools, unnamed, unnamed)[0] == plan
 
 
+def test_a_made_up_recipient_beside_a_given_one_leaves_the_list() -> None:
+    tools = _tools()
+    request = "Send the plan to jordan.lee@fastmail.com and text it to +44 7700 900123"
+    plan = Plan(calls=(Call(1, "post", {"to": ["jordan.lee@fastmail.com", "+447700900123@twilio.com"],
+                                        "subject": "Plan", "body": "The plan."}),))
+    fixed, notes = insert_producers(plan, tools, request, request)
+    assert fixed.calls[0].args["to"] == ["jordan.lee@fastmail.com"] and notes
+    alone = Plan(calls=(Call(1, "post", {"to": ["+447700900123@twilio.com"], "subject": "Plan", "body": "x"}),))
+    assert insert_producers(alone, tools, request, request)[0] == alone  # nothing would be left to send to
+
+
 def test_what_the_second_plan_added_for_an_unserved_clause_joins_the_first() -> None:
     """Told that no step reminds, the planner wrote a reminder for every clause and dropped the text message: the
     first plan stays, with the reminder that matches the remind clause, and that clause cut from the message."""

@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._formats import identifier_kind
+from .._formats import identifier_kind, written_identifiers
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._clauses import named_clauses
@@ -305,6 +305,10 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
                 elif name not in tool.required:
                     args[name] = swap_literals(args[name], {value: None})
                     notes.append(f"plan: step {call.id} left out {name}={value!r} (made up, and optional)")
+                elif _kept_beside(args[name], value, bad, name, request):
+                    # (a recipient list with the request's address and one made of its phone number: the rest go)
+                    args[name] = swap_literals(args[name], {value: None})
+                    notes.append(f"plan: step {call.id} left {value!r} out of {name} (made up; nothing gives it)")
             args = {k: v for k, v in args.items() if not (k not in tool.required and v in ([], None))}
         numbers[call.id] = len(out) + 1
         out.append(Call(len(out) + 1, call.name, args))
@@ -312,6 +316,22 @@ def insert_producers(plan: Plan, tools: Mapping[str, Tool], request: str, known:
     if not notes:
         return plan, []
     return Plan(calls=tuple(out), answer=plan.answer), notes
+
+
+def _kept_beside(current: Any, value: str, bad: Sequence[tuple[str, Any]], name: str, request: str) -> bool:
+    """Whether a made-up item of a required list can go: it is made of a phone number the request writes for
+    something else ("+447700900123@twilio.com" among the recipients of an e-mail, the number being the text
+    message's), and the list holds another item that is not made up (written in the request, or a step's
+    result). A made-up address of someone the request names ("team@corp.io" for "the team") stays, for the
+    planner or the user to be told."""
+    if not isinstance(current, list) or value not in current:
+        return False
+    digits = "".join(c for c in value if c.isdigit())
+    numbers = ["".join(c for c in n if c.isdigit()) for n in written_identifiers(request)["phone"]]
+    if not any(len(n) >= 7 and n in digits for n in numbers):
+        return False
+    made_up = {v for n, v in bad if n == name}
+    return any(item not in made_up for item in current)
 
 
 def _targets(plan: Plan, tools: Mapping[str, Tool], request: str,

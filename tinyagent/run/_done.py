@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .._plan import Call, Plan, Ref, find_refs, map_refs
+from .._plan import Plan, find_refs
 from .._tools import Tool
 from ._clauses import name_words
+from ._repair import without_steps
 
 __all__ = ["done_spans", "drop_done"]
 
@@ -66,9 +67,5 @@ def drop_done(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
     done -= {r.step for c in plan.calls if c.id not in done for r in find_refs(c.args)}
     if not done or len(done) == len(plan.calls):
         return plan, []
-    kept = [c for c in plan.calls if c.id not in done]
-    numbers = {c.id: i + 1 for i, c in enumerate(kept)}
-    calls = tuple(Call(numbers[c.id], c.name, map_refs(c.args, lambda r: Ref(numbers.get(r.step, r.step))))
-                  for c in kept)
-    return Plan(calls=calls, answer=plan.answer), [
+    return Plan(calls=without_steps(plan.calls, done), answer=plan.answer), [
         f"plan: left out step {', '.join(map(str, sorted(done)))} (the request says it is done already)"]

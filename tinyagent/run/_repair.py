@@ -44,7 +44,7 @@ __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
            "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "ruled_out",
            "stray_lookups", "undated_days", "unfit_calls", "unsourced_note", "unsourced_values",
-           "use_given_identifiers", "wrap_bare_refs"]
+           "use_given_identifiers", "without_steps", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -434,15 +434,22 @@ def ruled_out(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]
 def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
     """The plan without the replaced steps nobody references any more, renumbered from 1 (references follow)."""
     referenced = _used_steps(calls)
-    gone = {s for s in replaced if s not in referenced}
+    return Plan(calls=without_steps(calls, {s for s in replaced if s not in referenced}))
+
+
+def without_steps(calls: Sequence[Call], gone: Iterable[int]) -> tuple[Call, ...]:
+    """``calls`` without the steps ``gone`` (which the caller knows nothing kept references), renumbered from 1;
+    references follow."""
+    gone = set(gone)
     kept = [c for c in calls if c.id not in gone]
     if not gone:
-        return Plan(calls=tuple(calls))
+        return tuple(calls)
     numbers = {c.id: i + 1 for i, c in enumerate(kept)}
+
     def renumber(ref: Ref) -> Ref:
         return Ref(numbers.get(ref.step, ref.step))
 
-    return Plan(calls=tuple(Call(numbers[c.id], c.name, map_refs(c.args, renumber)) for c in kept))
+    return tuple(Call(numbers[c.id], c.name, map_refs(c.args, renumber)) for c in kept)
 
 
 _QUOTED_REF = re.compile(r"\$(\d+)(?:@[\w.-]*)?")

@@ -18,9 +18,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._plan import Call, Plan, Ref, find_refs, map_refs
+from .._plan import Call, Plan, find_refs
 from .._tools import Tool
 from ._clauses import name_words
+from ._repair import without_steps
 from ._tidy import acts, own_description
 
 __all__ = ["drop_unasked_twins", "swap_siblings"]
@@ -67,7 +68,7 @@ def _siblings(tool: Tool, tools: Mapping[str, Tool]) -> list[Tool]:
     return [other for other in tools.values() if other.name != tool.name and _shape(other) == shape]
 
 
-def _carried(call: Call, tool: Tool, other: Tool) -> dict[str, Any]:
+def _carried(call: Call, other: Tool) -> dict[str, Any]:
     """``call``'s arguments that ``other`` takes (the required ones are the same)."""
     props = other.parameters.get("properties") or {}
     return {name: value for name, value in call.args.items() if name in props}
@@ -162,7 +163,7 @@ def swap_siblings(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[
             calls.append(call)
             continue
         other = said[0]
-        calls.append(Call(call.id, other.name, _carried(call, tool, other)))
+        calls.append(Call(call.id, other.name, _carried(call, other)))
         notes.append(f"plan: step {call.id} calls {other.name} (the request says {_verb(other)!r}, not "
                      f"{verb!r}: what {call.name} does)")
     if not notes:
@@ -207,10 +208,6 @@ def drop_unasked_twins(plan: Plan, tools: Mapping[str, Tool], request: str) -> t
     fed = {r.step for c in plan.calls if c.id in unasked for r in find_refs(c.args)}
     fed -= {r.step for c in plan.calls if c.id not in unasked for r in find_refs(c.args)}
     gone = unasked | fed
-    kept = [c for c in plan.calls if c.id not in gone]
-    numbers = {c.id: i + 1 for i, c in enumerate(kept)}
-    calls = tuple(Call(numbers[c.id], c.name, map_refs(c.args, lambda r: Ref(numbers.get(r.step, r.step))))
-                  for c in kept)
     note = (f"plan: left out step {', '.join(map(str, sorted(gone)))} (the request asks for another action on the "
             "same thing, and not for this one)")
-    return Plan(calls=calls, answer=plan.answer), [note]
+    return Plan(calls=without_steps(plan.calls, gone), answer=plan.answer), [note]

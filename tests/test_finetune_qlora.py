@@ -40,7 +40,7 @@ RECORDS = [
 
 def test_qlora_runs_on_the_cpu_with_bitsandbytes(tmp_path: Path, smollm2: Path) -> None:
     config = TrainConfig(max_steps=2, batch_size=2, learning_rate=1e-3, max_length=256, save_steps=10, qlora=True,
-                         probe=False)
+                         device="cpu", probe=False)
     result = train(RECORDS, "smollm2-135m", tmp_path, config=config)
     assert result.qlora and result.device == "cpu"
     assert result.quantized_modules > 0  # the base's linear layers really are 4-bit

@@ -62,6 +62,8 @@ class TrainConfig:
         save_steps: checkpoint interval in steps.
         save_total_limit: checkpoints kept.
         qlora: 4-bit QLoRA; None means: on CUDA yes, on the CPU no.
+        device: ``"cpu"`` trains on the CPU even where CUDA is there, ``"cuda"`` requires CUDA, None takes CUDA when
+            torch sees it.
         threads: torch threads; None means one per free core.
         seed: the training seed.
         gradient_checkpointing: trade compute for memory (off by default: small models fit).
@@ -83,6 +85,7 @@ class TrainConfig:
     save_steps: int = 25
     save_total_limit: int = 2
     qlora: bool | None = None
+    device: str | None = None
     threads: int | None = None
     seed: int = 0
     gradient_checkpointing: bool = False
@@ -214,7 +217,7 @@ def to_prompt_completion(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _fingerprint(config: TrainConfig, base: BaseModel, rows: Sequence[Mapping[str, Any]]) -> str:
     h = hashlib.sha256()
-    run_shape = {k: v for k, v in config.to_json().items() if k not in ("threads", "probe")}
+    run_shape = {k: v for k, v in config.to_json().items() if k not in ("threads", "probe", "device")}
     h.update(json.dumps(run_shape, sort_keys=True).encode())
     h.update(str(base.hf_dir).encode())
     for row in rows:
@@ -381,9 +384,14 @@ def _hardware(torch: Any, cfg: TrainConfig) -> tuple[int, bool, bool]:
     """Sets torch's thread count; returns it, whether CUDA is there, and whether to train QLoRA."""
     from ..models import free_cores
 
+    if cfg.device not in (None, "cpu", "cuda"):
+        raise ConfigurationError(f"device must be 'cpu', 'cuda' or None (auto), got {cfg.device!r}")
+    cuda = cfg.device != "cpu" and bool(torch.cuda.is_available())
+    if cfg.device == "cuda" and not cuda:
+        raise ConfigurationError("device='cuda' was asked for, but torch sees no CUDA device (a CPU build of torch, "
+                                 "or no GPU); leave device unset to train on the CPU")
     threads = cfg.threads or free_cores()
     torch.set_num_threads(threads)
-    cuda = bool(torch.cuda.is_available())
     return threads, cuda, cfg.qlora if cfg.qlora is not None else cuda
 
 

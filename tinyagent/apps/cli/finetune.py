@@ -87,6 +87,7 @@ def train(
     save_steps: Annotated[int, typer.Option(help="Checkpoint interval in steps.")] = 25,
     qlora: Annotated[bool | None, typer.Option("--qlora/--no-qlora", help="4-bit QLoRA (default: on CUDA only).")]
     = None,
+    device: Annotated[str | None, typer.Option(help="cpu or cuda (default: CUDA when torch sees it).")] = None,
     fresh: Annotated[bool, typer.Option(help="Start over instead of resuming.")] = False,
 ) -> None:
     """LoRA fine-tuning on distilled data (extra tinyagent[finetune])."""
@@ -96,8 +97,8 @@ def train(
     st = state(ctx)
     bar = _bar(st)
     config = TrainConfig(max_steps=steps, epochs=epochs, batch_size=batch, grad_accum=grad_accum, learning_rate=lr,
-                         max_length=max_length, save_steps=save_steps, qlora=qlora, threads=st.threads,
-                         lora_r=lora_r, lora_alpha=2 * lora_r)
+                         max_length=max_length, save_steps=save_steps, qlora=qlora, device=device,
+                         threads=st.threads, lora_r=lora_r, lora_alpha=2 * lora_r)
     with bar.live():
         result = run_train(data, base, out, config=config, resume=not fresh, progress=bar)
     st.emit_json(result.to_json())

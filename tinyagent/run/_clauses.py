@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["spelled_out", "clause_heads", "clause_verbs", "name_words", "named_clauses", "named_groups", "same_target",
-           "unserved_clause", "verb_tools"]
+__all__ = ["spelled_out", "clause_heads", "clause_spans", "clause_verbs", "name_words", "named_clauses", "named_groups",
+           "same_target", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -75,19 +75,24 @@ def _clause_tools(verb: str, head: str, tools: Mapping[str, Tool]) -> tuple[str,
     return verb, verb_tools(verb, tools)
 
 
+def clause_spans(request: str, tools: Mapping[str, Tool]) -> list[tuple[int, int, str, frozenset[str]]]:
+    """Every clause of the request: where it starts (its verb) and ends (the next clause), its words, and the
+    offered tools its verb names (or, after a verb that names many things, the next word; often none)."""
+    matches = list(_CLAUSE.finditer(request))
+    out = []
+    for i, match in enumerate(matches):
+        _, named = _clause_tools(*_head(match), tools)
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
+        out.append((match.start(1), end, request[match.start(1):end].strip(" ,;.!?"), named))
+    return out
+
+
 def named_clauses(request: str, tools: Mapping[str, Tool]) -> list[tuple[frozenset[str], str]]:
     """The request's clauses that name offered tools by their verbs (or, after a verb that names many things, by
     the next word), each with the tools it names and its words from the verb to the next clause: "Text Ines that
     dinner's at 8, and remind me to buy dessert at 5pm" gives the reminder tools and "remind me to buy dessert at
     5pm"."""
-    matches = list(_CLAUSE.finditer(request))
-    out = []
-    for i, match in enumerate(matches):
-        _, named = _clause_tools(*_head(match), tools)
-        if named:
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
-            out.append((named, request[match.start(1):end].strip(" ,;.!?")))
-    return out
+    return [(named, text) for _, _, text, named in clause_spans(request, tools) if named]
 
 
 def named_groups(request: str, tools: Mapping[str, Tool]) -> set[frozenset[str]]:

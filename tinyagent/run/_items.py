@@ -36,7 +36,7 @@ from ._clauses import spelled_out
 from ._lookups import lookup_kind
 
 __all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
-           "unattached_problem", "unserved_item"]
+           "attachment_slot", "sent_things_start", "unattached_problem", "unserved_item"]
 
 _KINDS: dict[str, tuple[str, ...]] = {
     "message": ("message", "messages", "email", "emails", "e-mail", "e-mails", "mail", "mails"),
@@ -178,9 +178,22 @@ def _verb(names: list[str], one: str, many: str) -> str:
 # (a few words, not "that": "Email Sydney that the slides are ready" sends news, not a file) and a thing with a
 # determiner or possessive.
 _SENDS_THING = re.compile(r"\b(?:e-?mail|mail|send|forward|share)\b(?:\s+(?!that\b)[\w.@'-]+){0,3}?\s+"
-                          r"(?:the|my|our|his|her|their|this|these|those)\s+\w+", re.IGNORECASE)
+                          r"((?:the|my|our|his|her|their|this|these|those)\s+\w+)", re.IGNORECASE)
 _SAYS_ATTACHED = re.compile(r"\b(?:attached|attaching|enclosed|attachments?)\b", re.IGNORECASE)
 _ATTACH = re.compile(r"attach", re.IGNORECASE)
+
+
+def sent_things_start(request: str) -> int | None:
+    """Where the things the request sends start ("Email Derek the signed NDA": at "the"), or None."""
+    match = _SENDS_THING.search(request)
+    return None if match is None else match.start(1)
+
+
+def attachment_slot(tool: Tool) -> str | None:
+    """The tool's parameter for attachments, by its name or description (the first, if several)."""
+    props = tool.parameters.get("properties") or {}
+    return next((name for name, schema in props.items()
+                 if _ATTACH.search(name) or _ATTACH.search(str((schema or {}).get("description", "")))), None)
 
 
 def unattached_problem(call: Call, tools: Mapping[str, Tool], request: str) -> str | None:
@@ -189,12 +202,10 @@ def unattached_problem(call: Call, tools: Mapping[str, Tool], request: str) -> s
     tool = tools.get(call.name)
     if tool is None or not _SENDS_THING.search(request):
         return None
-    props = tool.parameters.get("properties") or {}
-    slots = [name for name, schema in props.items()
-             if _ATTACH.search(name) or _ATTACH.search(str((schema or {}).get("description", "")))]
-    if not slots or any(call.args.get(name) for name in slots):
+    slot = attachment_slot(tool)
+    if slot is None or call.args.get(slot):
         return None
     if not any(isinstance(v, str) and _SAYS_ATTACHED.search(v) for v in call.args.values()):
         return None
-    return (f"step {call.id}'s message says a file is attached but {slots[0]} is empty: find each file the request "
-            f"sends first and pass its result in {slots[0]}")
+    return (f"step {call.id}'s message says a file is attached but {slot} is empty: find each file the request "
+            f"sends first and pass its result in {slot}")

@@ -1,0 +1,51 @@
+"""What a message says is attached gets attached (tinyagent/run/_attach.py), on a made-up registry."""
+
+from __future__ import annotations
+
+from _helpers_tools import TEXT, openai_fn
+
+from tinyagent import ToolRegistry
+from tinyagent._plan import Call, Plan, Ref
+from tinyagent.run._attach import attach_sent_things, sent_things
+
+PATHS = {"type": "array", "items": {"type": "string"}, "description": "Paths of files to attach, from docs_seek."}
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("docs_seek", "Searches the documents. Returns the path of the best match.", {"words": TEXT},
+                  ["words"]),
+        openai_fn("post_new", "Sends a new letter.", {"to": TEXT, "body": TEXT, "enclosures": PATHS}, ["to", "body"]),
+        openai_fn("memo_open", "Opens a memo by its title.", {"title": TEXT}, ["title"]),
+    ])
+
+
+def test_the_things_a_request_sends() -> None:
+    assert sent_things("Email Derek the signed NDA and the statement of work, and cc Maya.") == [
+        "signed NDA", "statement of work"]
+    assert sent_things("Email Sid the menu PDF and invite him to lunch") == ["menu PDF"]
+    assert sent_things("Reply to Ana's email with my passport scan and the visa letter attached") == [
+        "passport scan", "visa letter"]
+    assert sent_things("Text Sid that I'm late") == []
+
+
+def test_a_message_that_says_attached_gets_the_files_looked_up() -> None:
+    plan = Plan(calls=(Call(1, "post_new", {"to": "derek@x.io", "body": "Attached: the NDA and the SOW."}),))
+    request = "Email derek@x.io the signed NDA and the statement of work."
+    kept, notes = attach_sent_things(plan, _tools(), request)
+    assert [c.name for c in kept.calls] == ["docs_seek", "docs_seek", "post_new"] and notes
+    assert kept.calls[0].args == {"words": "signed NDA"} and kept.calls[2].args["enclosures"] == [Ref(1), Ref(2)]
+
+
+def test_the_plans_own_unused_search_is_attached_instead_of_a_new_one() -> None:
+    plan = Plan(calls=(Call(1, "docs_seek", {"words": "NDA"}),
+                       Call(2, "post_new", {"to": "derek@x.io", "body": "Please find the NDA attached."})))
+    kept, _ = attach_sent_things(plan, _tools(), "Email derek@x.io the signed NDA.")
+    assert [c.name for c in kept.calls] == ["docs_seek", "post_new"] and kept.calls[1].args["enclosures"] == [Ref(1)]
+
+
+def test_nothing_changes_without_a_claim_of_attachment_or_for_another_tools_item() -> None:
+    plain = Plan(calls=(Call(1, "post_new", {"to": "derek@x.io", "body": "The NDA is signed."}),))
+    assert attach_sent_things(plain, _tools(), "Email derek@x.io the signed NDA.") == (plain, [])
+    memo = Plan(calls=(Call(1, "post_new", {"to": "derek@x.io", "body": "My packing list is attached."}),))
+    assert attach_sent_things(memo, _tools(), "Send derek@x.io my packing list memo.") == (memo, [])

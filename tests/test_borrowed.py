@@ -1,0 +1,82 @@
+"""People named for one call are not invited by another (tinyagent/run/_borrowed.py), on a made-up registry."""
+
+from __future__ import annotations
+
+from _helpers_tools import TEXT, openai_fn
+
+from tinyagent import ToolRegistry
+from tinyagent._plan import Call, Plan, Ref
+from tinyagent.run._borrowed import drop_borrowed_people, keep_in_named_list
+
+EMAILS = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("people_find", "Finds a person's e-mail address in the address book.", {"who": TEXT}, ["who"]),
+        openai_fn("diary_book", "Books an entry in the diary.",
+                  {"title": TEXT, "when": TEXT, "guests": EMAILS}, ["title", "when"]),
+        openai_fn("post_forward", "Forwards a received letter to new recipients.",
+                  {"match": TEXT, "to": EMAILS}, ["match", "to"]),
+        openai_fn("post_answer", "Answers a received letter.", {"match": TEXT, "body": TEXT}, ["match", "body"]),
+    ])
+
+
+def _forward_and_book(guests: list[object]) -> Plan:
+    return Plan(calls=(Call(1, "people_find", {"who": "Lena"}), Call(2, "people_find", {"who": "Marcus"}),
+                       Call(3, "post_forward", {"match": "offsite agenda", "to": [Ref(1), Ref(2)]}),
+                       Call(4, "diary_book", {"title": "Offsite", "when": "2026-11-23 09:00:00", "guests": guests})))
+
+
+def test_people_named_for_the_forward_are_not_the_entrys_guests() -> None:
+    request = "Forward the offsite agenda to Lena and Marcus, and put the offsite in my diary Monday at 9am."
+    kept, notes = drop_borrowed_people(_forward_and_book([Ref(1), Ref(2)]), _tools(), request)
+    assert "guests" not in kept.calls[3].args and len(notes) == 2
+    assert kept.calls[2].args["to"] == [Ref(1), Ref(2)]  # the forward keeps them
+
+
+def test_a_lookup_only_the_guest_list_used_goes_with_it() -> None:
+    request = "Answer Coach Rivera's letter saying Mia can make the game, and put the game in my diary Saturday at 10."
+    plan = Plan(calls=(Call(1, "people_find", {"who": "Mia"}),
+                       Call(2, "diary_book", {"title": "Game", "when": "2026-11-28 10:00:00", "guests": [Ref(1)]}),
+                       Call(3, "post_answer", {"match": "Coach Rivera", "body": "Mia can make the game."})))
+    kept, notes = drop_borrowed_people(plan, _tools(), request)
+    assert [c.name for c in kept.calls] == ["diary_book", "post_answer"] and notes
+    assert "guests" not in kept.calls[0].args
+
+
+def test_guests_the_entrys_own_clause_brings_in_stay() -> None:
+    plan = _forward_and_book([Ref(1), Ref(2)])
+    for request in ("Forward the offsite agenda to Lena and Marcus, and put the offsite in my diary with them.",
+                    "Forward the offsite agenda to Lena and Marcus and invite both to the offsite in my diary.",
+                    # no clause says the diary: nothing to judge by
+                    "Forward the offsite agenda to Lena and Marcus, and set up the offsite Monday at 9am."):
+        assert drop_borrowed_people(plan, _tools(), request) == (plan, []), request
+    request = "Forward the offsite agenda to Lena and Marcus, and book the offsite in my diary for Lena."
+    kept, _ = drop_borrowed_people(plan, _tools(), request)
+    assert kept.calls[3].args["guests"] == [Ref(1)]  # the entry's own clause names Lena, not Marcus
+
+
+def test_a_person_named_only_in_the_entrys_clause_stays() -> None:
+    plan = Plan(calls=(Call(1, "people_find", {"who": "Lena"}),
+                       Call(2, "post_forward", {"match": "agenda", "to": [Ref(1)]}),
+                       Call(3, "diary_book", {"title": "Sync", "when": "2026-11-23 09:00:00", "guests": [Ref(1)]})))
+    request = "Forward the agenda to Lena, and put a sync with Lena in my diary Monday at 9am."
+    assert drop_borrowed_people(plan, _tools(), request) == (plan, [])
+
+
+def _mail_tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("people_find", "Finds a person's e-mail address in the address book.", {"who": TEXT}, ["who"]),
+        openai_fn("post_new", "Sends a new letter.", {"to": EMAILS, "copy_to": EMAILS, "body": TEXT}, ["to", "body"]),
+    ])
+
+
+def test_a_person_the_request_copies_in_is_left_out_of_the_to_list() -> None:
+    plan = Plan(calls=(Call(1, "people_find", {"who": "Derek"}), Call(2, "people_find", {"who": "Maya Chen"}),
+                       Call(3, "post_new", {"to": [Ref(1), Ref(2)], "copy_to": [Ref(2)], "body": "Hi"})))
+    kept, notes = keep_in_named_list(plan, _mail_tools(), "Write Derek that the NDA is signed, and copy Maya Chen.")
+    assert kept.calls[2].args["to"] == [Ref(1)] and kept.calls[2].args["copy_to"] == [Ref(2)] and notes
+    # the request says nothing of either list before her name: both stay
+    for request in ("Write Derek and Maya Chen that the NDA is signed.", "Write to Derek and Maya Chen, copy all."):
+        assert keep_in_named_list(plan, _mail_tools(), request) == (plan, []), request

@@ -1,0 +1,107 @@
+"""What a message says is attached gets attached.
+
+"Email Derek the signed NDA and the statement of work, and cc Maya Chen" was planned as one message whose text says
+"Please find attached the signed NDA and the statement of work" and whose attachments are empty; planned again
+after being told so (:func:`~._items.unattached_problem`), the planner still found no file. The things the request
+sends are the words after the sending verb and its recipient, from the first determiner up to the clause's end
+("the signed NDA", "the statement of work"). Each is looked up with the tool the attachment parameter's values come
+from (its description names it, or the one offered tool that returns a path from one text argument:
+:func:`~._producers.path_source`), and the results are attached. Unused calls of that tool already in the plan
+are attached instead of new ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._plan import Call, Plan, Ref, find_refs, map_refs
+from .._tools import Tool
+from ._clauses import name_words
+from ._items import attachment_slot, sent_things_start, unattached_problem
+from ._producers import one_text_param, path_source
+
+__all__ = ["attach_sent_things", "sent_things"]
+
+_DETERMINER = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their|this|that|these|those)\s+)+", re.IGNORECASE)
+# Where the list of things ends: the clause's end, or a preposition that starts saying something else of it.
+_LIST_END = re.compile(r"[,;.!?]|\s+(?:to|with|for|by|before|after|on|at|from|so|because|too|also|as well|please"
+                       r"|and\s+(?:cc|bcc|then|also|remind|text|call|add|put|set|schedule|tell|ask|let)\b)\b",
+                       re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]{3,}")
+_TRAILING = re.compile(r"\s+(?:attached|enclosed|included)\s*$", re.IGNORECASE)
+_SEPARATOR = re.compile(r"\s*(?:,|\band\b|&|\bplus\b)\s*", re.IGNORECASE)
+
+
+def sent_things(request: str) -> list[str]:
+    """The things the request sends ("Email Derek the signed NDA and the statement of work" gives "signed NDA"
+    and "statement of work"), without determiners; empty when it sends none."""
+    start = sent_things_start(request)
+    if start is None:
+        return []
+    rest = request[start:]
+    end = _LIST_END.search(rest)
+    parts = _SEPARATOR.split(rest[:end.start()] if end else rest)
+    # the first part opens with a determiner; a later one without is another clause ("and invite him")
+    parts = parts[:1] + [p for p in parts[1:] if _DETERMINER.match(p + " ")]
+    things = [_TRAILING.sub("", _DETERMINER.sub("", part)).strip(" '\"") for part in parts]
+    return [t for t in things if len(t) >= 3]
+
+
+def attach_sent_things(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` with each message that says a file is attached, and attaches none, given the request's things
+    (looked up first, or the plan's own unused lookups of them); with notes."""
+    things = sent_things(request)
+    if not things:
+        return plan, []
+    for call in plan.calls:
+        if unattached_problem(call, tools, request) is None:
+            continue
+        tool = tools[call.name]
+        slot = attachment_slot(tool)
+        schema: Mapping[str, Any] = (tool.parameters.get("properties") or {}).get(slot or "") or {}
+        source = path_source(schema, tools) if slot else None
+        param = one_text_param(tools[source]) if source is not None else None
+        if slot is None or source is None or param is None:
+            continue
+        # "Send my Packing list note": a thing another offered tool's name says it holds is no file
+        others = {w for name in tools if name != source for w in name_words(name) if len(w) >= 4}
+        things = [t for t in things if not any(
+            t.split()[-1].lower()[:4] == w[:4] or t.split()[-1].lower().endswith(w) for w in others)]
+        if not things:
+            return plan, []
+        return _attached(plan, call, slot, source, param, things), [
+            f"plan: step {call.id}'s message says a file is attached but attached none; looked up "
+            f"{', '.join(repr(t) for t in things)} with {source} and attached them"]
+    return plan, []
+
+
+def _attached(plan: Plan, message: Call, slot: str, source: str, param: str, things: Sequence[str]) -> Plan:
+    """The plan with ``message`` given the lookups of ``things`` in ``slot``: the plan's own unused lookups before
+    it that share a word with a thing, and new ones written just before it for the rest."""
+    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+    unused = [c for c in plan.calls if c.name == source and c.id < message.id and c.id not in used]
+    mine: dict[str, int] = {}
+    for thing in things:
+        words = set(_WORD.findall(thing.lower()))
+        match = next((c.id for c in unused if c.id not in mine.values()
+                      and words & set(_WORD.findall(str(c.args.get(param, "")).lower()))), None)
+        if match is not None:
+            mine[thing] = match
+    out: list[Call] = []
+    numbers: dict[int, int] = {}
+    for call in plan.calls:
+        args = dict(map_refs(call.args, lambda r: Ref(numbers.get(r.step, r.step))))
+        if call.id == message.id:
+            refs = []
+            for thing in things:
+                if thing in mine:
+                    refs.append(Ref(numbers[mine[thing]]))
+                else:
+                    out.append(Call(len(out) + 1, source, {param: thing}))
+                    refs.append(Ref(len(out)))
+            args[slot] = refs
+        numbers[call.id] = len(out) + 1
+        out.append(Call(len(out) + 1, call.name, args))
+    return Plan(calls=tuple(out), answer=plan.answer)

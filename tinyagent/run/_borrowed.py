@@ -1,0 +1,169 @@
+"""People borrowed from another clause are not invited.
+
+"Forward the offsite agenda email to Lena and Marcus, and put Team offsite on my calendar next Monday at 9am for 8
+hours" was planned with Lena and Marcus as the event's attendees as well as the forward's recipients; "Reply to
+Coach Rivera's email saying Mia can make Saturday's game, add the game to my calendar Saturday at 10am, ..." with a
+lookup of Mia as an attendee. Each person belongs to the clause that names them: a clause whose verb names another
+tool the plan calls (the forward, the reply). A looked-up person passed in an *optional* parameter of a call whose
+own clause (the one that says a word of its tool's name: "calendar") names nobody, and holds no pronoun or other
+word that could bring a person in ("with", "him", "them", "everyone"), is taken out of that parameter; a lookup
+that nothing uses afterwards goes too.
+
+The clauses and the tools they name come from :mod:`tinyagent.run._clauses`; nothing is keyed to a tool's name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._plan import Call, Plan, Ref, find_refs
+from .._tools import Tool
+from ._clauses import clause_spans, name_words
+from ._lookups import lookup_kind
+from ._repair import without_steps
+
+__all__ = ["drop_borrowed_people", "keep_in_named_list"]
+
+# Words that can bring a person into a clause without naming them.
+_BRINGS_PEOPLE = re.compile(
+    r"\b(?:with|him|her|them|us|he|she|they|both|everyone|everybody|all|together|guests?|attendees?|participants?"
+    r"|invitees?|each|invite|invites|inviting)\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z]+")
+_GENERIC_NAME_WORDS = frozenset("""
+add get set create make new send list search find update delete remove event events item items task tasks the for
+with info data
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def _own_clauses(call: Call, clauses: Sequence[tuple[int, int, str, frozenset[str]]]) -> list[str]:
+    """The clauses that say a word of the call's tool name (one that says what it is, not a verb every tool has)."""
+    words = [w for w in name_words(call.name) if len(w) >= 4 and w not in _GENERIC_NAME_WORDS]
+    return [text for _, _, text, _ in clauses if any(
+        w == s or len(os.path.commonprefix([w, s])) >= 5 for w in words for s in _WORD.findall(text.lower()))]
+
+
+def _person(step: Call, request: str) -> str | None:
+    """The text of a lookup's arguments that the request says (the person's name as written), if any."""
+    for value in step.args.values():
+        if isinstance(value, str) and len(value.strip()) >= 2 and re.search(
+                rf"\b{re.escape(value.strip())}\b", request, re.IGNORECASE):
+            return value.strip()
+    return None
+
+
+def _belongs_elsewhere(person: str, call: Call, calls: Sequence[Call],
+                       clauses: Sequence[tuple[int, int, str, frozenset[str]]], request: str) -> bool:
+    """Every place the request names ``person`` is in a clause (or the list continuing one: "to Lena, Marcus and
+    Tom") whose verb names a tool that another call of the plan calls, and not ``call``'s tool."""
+    called = {c.name for c in calls if c.id != call.id} - {call.name}
+    places = [m.start() for m in re.finditer(rf"\b{re.escape(person)}\b", request, re.IGNORECASE)]
+    if not places:
+        return False
+    for at in places:
+        inside = [i for i, (start, end, _, _) in enumerate(clauses) if start <= at < end]
+        if not inside:
+            return False
+        named: frozenset[str] = frozenset()
+        for i in range(inside[0], -1, -1):  # the nearest clause, at or before this one, that names tools
+            named = clauses[i][3]
+            if named:
+                break
+        if not named & called or call.name in named:
+            return False
+    return True
+
+
+def drop_borrowed_people(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` with looked-up people taken out of optional parameters of calls whose own clause does not bring
+    them in (module docstring), and the lookups nothing uses then left out; with notes."""
+    if len(plan.calls) < 3:
+        return plan, []
+    clauses = clause_spans(request, tools)
+    by_id = {c.id: c for c in plan.calls}
+    notes: list[str] = []
+    calls: list[Call] = []
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        own = _own_clauses(call, clauses) if tool is not None else []
+        if tool is None or not own or any(_BRINGS_PEOPLE.search(text) for text in own):
+            calls.append(call)
+            continue
+        required = set(tool.parameters.get("required") or ())
+        args = dict(call.args)
+        for param, value in call.args.items():
+            if param in required or not isinstance(value, (list, Ref)):
+                continue
+            items: list[Any] = list(value) if isinstance(value, list) else [value]
+            kept = []
+            for item in items:
+                step = by_id.get(item.step) if isinstance(item, Ref) else None
+                person = _person(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
+                if person and not any(person.lower() in text.lower() for text in own) and _belongs_elsewhere(
+                        person, call, plan.calls, clauses, request):
+                    notes.append(f"plan: took {person} (step {step.id}) out of step {call.id}'s {param}: the "  # type: ignore[union-attr]
+                                 "request names them for another call, not this one")
+                    continue
+                kept.append(item)
+            if len(kept) != len(items):
+                if kept:
+                    args[param] = kept if isinstance(value, list) else kept[0]
+                else:
+                    del args[param]
+        calls.append(Call(call.id, call.name, args) if args != call.args else call)
+    if not notes:
+        return plan, []
+    before = {r.step for c in plan.calls for r in find_refs(c.args)}
+    after = {r.step for c in calls for r in find_refs(c.args)}
+    return Plan(calls=without_steps(calls, before - after), answer=plan.answer), notes
+
+
+def keep_in_named_list(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` with a person passed in two list parameters of one call ("recipient_addresses" and
+    "cc_addresses") kept only in the one whose name's word the request says just before the person ("and cc Maya
+    Chen"); with notes."""
+    by_id = {c.id: c for c in plan.calls}
+    notes: list[str] = []
+    calls: list[Call] = []
+    for call in plan.calls:
+        lists = {k: v for k, v in call.args.items() if isinstance(v, list)}
+        args = dict(call.args)
+        for param, value in lists.items():
+            for item in value:
+                others = [k for k, v in lists.items() if k != param and item in v]
+                said = _said_as(item, by_id, request, tools)
+                if not others or said is None:
+                    continue
+                chosen = [k for k in others if _said_before(k, param, said, request)]
+                if len(chosen) == 1 and not _said_before(param, chosen[0], said, request):
+                    args[param] = [x for x in args[param] if x != item]
+                    notes.append(f"plan: left {said} out of step {call.id}'s {param}: the request puts them in "
+                                 f"{chosen[0]}")
+        args = {k: v for k, v in args.items() if v != [] or call.args[k] == []}
+        calls.append(Call(call.id, call.name, args) if args != call.args else call)
+    if not notes:
+        return plan, []
+    return Plan(calls=tuple(calls), answer=plan.answer), notes
+
+
+def _said_as(item: Any, by_id: Mapping[int, Call], request: str, tools: Mapping[str, Tool]) -> str | None:
+    """How the request writes a list item: a literal it says, or the person a lookup it references was given."""
+    if isinstance(item, Ref):
+        step = by_id.get(item.step)
+        return _person(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
+    if isinstance(item, str) and item.strip() and item.lower() in request.lower():
+        return item
+    return None
+
+
+def _said_before(param: str, other: str, said: str, request: str) -> bool:
+    """Whether a word of the parameter's name that the ``other`` parameter's name lacks ("cc", not "addresses")
+    is said within the three words before ``said``."""
+    words = [w for w in name_words(param) if len(w) >= 2 and w not in name_words(other)]
+    at = request.lower().find(said.lower())
+    if at < 0 or not words:
+        return False
+    before = _WORD.findall(request[:at].lower())[-3:]
+    return any(w in before for w in words)

@@ -6,7 +6,7 @@ from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
-from tinyagent.run._attach import attach_sent_things, sent_things
+from tinyagent.run._attach import attach_sent_things, drop_double_sends, sent_things
 
 PATHS = {"type": "array", "items": {"type": "string"}, "description": "Paths of files to attach, from docs_seek."}
 
@@ -49,3 +49,14 @@ def test_nothing_changes_without_a_claim_of_attachment_or_for_another_tools_item
     assert attach_sent_things(plain, _tools(), "Email derek@x.io the signed NDA.") == (plain, [])
     memo = Plan(calls=(Call(1, "post_new", {"to": "derek@x.io", "body": "My packing list is attached."}),))
     assert attach_sent_things(memo, _tools(), "Send derek@x.io my packing list memo.") == (memo, [])
+
+
+def test_an_attachment_that_sends_the_messages_text_again_goes() -> None:
+    plan = Plan(calls=(Call(1, "memo_open", {"title": "Packing list"}), Call(2, "docs_seek", {"words": "Packing list"}),
+                       Call(3, "post_new", {"to": "jo@x.io", "body": Ref(1), "enclosures": [Ref(2)]})))
+    kept, notes = drop_double_sends(plan, _tools(), "Send my Packing list memo to jo@x.io.")
+    assert [c.name for c in kept.calls] == ["memo_open", "post_new"] and notes
+    assert kept.calls[1].args == {"to": "jo@x.io", "body": Ref(1)}
+    assert drop_double_sends(plan, _tools(), "Send my Packing list memo to jo@x.io, attach it too.") == (plan, [])
+    other = Plan(calls=(*plan.calls[:1], Call(2, "docs_seek", {"words": "photo"}), plan.calls[2]))
+    assert drop_double_sends(other, _tools(), "Send my Packing list memo and the photo to jo@x.io.") == (other, [])

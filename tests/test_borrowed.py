@@ -6,7 +6,7 @@ from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
-from tinyagent.run._borrowed import drop_borrowed_people, keep_in_named_list
+from tinyagent.run._borrowed import drop_borrowed_people, drop_owners, keep_in_named_list
 
 EMAILS = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}
 
@@ -80,3 +80,36 @@ def test_a_person_the_request_copies_in_is_left_out_of_the_to_list() -> None:
     # the request says nothing of either list before her name: both stay
     for request in ("Write Derek and Maya Chen that the NDA is signed.", "Write to Derek and Maya Chen, copy all."):
         assert keep_in_named_list(plan, _mail_tools(), request) == (plan, []), request
+
+
+def test_an_owner_is_not_a_recipient() -> None:
+    plan = Plan(calls=(Call(1, "people_find", {"who": "Jun"}), Call(2, "people_find", {"who": "Alex"}),
+                       Call(3, "post_forward", {"match": "kitchen remodel", "to": [Ref(1), Ref(2)]})))
+    kept, notes = drop_owners(plan, _tools(), "Forward Jun's email about the kitchen remodel to my partner Alex.")
+    assert [c.name for c in kept.calls] == ["people_find", "post_forward"] and notes
+    assert kept.calls[1].args["to"] == [Ref(1)] and kept.calls[0].args == {"who": "Alex"}
+    # named plainly too, or alone in the list: kept
+    assert drop_owners(plan, _tools(), "Forward Jun's email to Jun and Alex.") == (plan, [])
+    alone = Plan(calls=(Call(1, "people_find", {"who": "Jun"}),
+                        Call(2, "post_forward", {"match": "x", "to": [Ref(1)]})))
+    assert drop_owners(alone, _tools(), "Forward Jun's email.") == (alone, [])
+
+
+def test_a_file_found_for_another_clause_is_not_attached_here() -> None:
+    files = ToolRegistry.from_openai([
+        *(_tools()[n].to_openai() for n in _tools()),
+        openai_fn("docs_seek", "Searches the documents. Returns the path of the best match.", {"words": TEXT},
+                  ["words"]),
+        openai_fn("post_reply", "Replies to a received letter.",
+                  {"match": TEXT, "body": TEXT, "files": {"type": "array", "items": TEXT}}, ["match", "body"]),
+        openai_fn("post_pass_on", "Forwards a received letter.",
+                  {"match": TEXT, "files": {"type": "array", "items": TEXT}}, ["match"]),
+    ])
+    plan = Plan(calls=(Call(1, "docs_seek", {"words": "signed quote"}),
+                       Call(2, "post_reply", {"match": "remodel", "body": "We accept.", "files": [Ref(1)]}),
+                       Call(3, "post_pass_on", {"match": "remodel", "files": [Ref(1)]})))
+    request = "Reply to the remodel letter saying we accept and attach the signed quote, and pass on the letter."
+    kept, notes = drop_borrowed_people(plan, files, request)
+    assert kept.calls[1].args["files"] == [Ref(1)] and "files" not in kept.calls[2].args and notes
+    said_it = "Reply to the remodel letter saying we accept and attach the signed quote, and pass it on with it."
+    assert drop_borrowed_people(plan, files, said_it) == (plan, [])

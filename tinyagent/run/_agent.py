@@ -20,8 +20,8 @@ from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, PlanParseError, UserError
 from ..models import Completion, Model, ModelRequest
-from ._attach import attach_sent_things
-from ._borrowed import drop_borrowed_people, keep_in_named_list
+from ._attach import attach_sent_things, drop_double_sends
+from ._borrowed import drop_borrowed_people, drop_owners, keep_in_named_list
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
 from ._done import drop_done
@@ -300,11 +300,15 @@ class Agent:
             state.result.notes.extend(notes)
             plan, notes = attach_sent_things(plan, state.usable_tools, state.query)
             state.result.notes.extend(notes)
+            plan, notes = drop_double_sends(plan, state.offer.tools, state.query)
+            state.result.notes.extend(notes)
             plan, notes = wire_results(plan, state.offer.tools, known, state.query)
             state.result.notes.extend(notes)
             plan, notes = drop_borrowed_people(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)
             plan, notes = keep_in_named_list(plan, state.offer.tools, state.query)
+            state.result.notes.extend(notes)
+            plan, notes = drop_owners(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)
             plan, notes = tidy_plan(plan, state.offer.tools, state.query)
             state.result.notes.extend(notes)

@@ -21,8 +21,9 @@ from .._tools import Tool
 from ._clauses import name_words
 from ._items import attachment_slot, sent_things_start, unattached_problem
 from ._producers import one_text_param, path_source
+from ._repair import without_steps
 
-__all__ = ["attach_sent_things", "sent_things"]
+__all__ = ["attach_sent_things", "drop_double_sends", "sent_things"]
 
 _DETERMINER = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their|this|that|these|those)\s+)+", re.IGNORECASE)
 # Where the list of things ends: the clause's end, or a preposition that starts saying something else of it.
@@ -30,6 +31,7 @@ _LIST_END = re.compile(r"[,;.!?]|\s+(?:to|with|for|by|before|after|on|at|from|so
                        r"|and\s+(?:cc|bcc|then|also|remind|text|call|add|put|set|schedule|tell|ask|let)\b)\b",
                        re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]{3,}")
+_ATTACH_WORD = re.compile(r"\battach", re.IGNORECASE)
 _TRAILING = re.compile(r"\s+(?:attached|enclosed|included)\s*$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"\s*(?:,|\band\b|&|\bplus\b)\s*", re.IGNORECASE)
 
@@ -105,3 +107,40 @@ def _attached(plan: Plan, message: Call, slot: str, source: str, param: str, thi
         numbers[call.id] = len(out) + 1
         out.append(Call(len(out) + 1, call.name, args))
     return Plan(calls=tuple(out), answer=plan.answer)
+
+
+def drop_double_sends(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without attachments that send again what the same message's text already sends: "Send my Packing
+    list note to jo@x.io" planned as a read of the note as the text and a file search for "Packing list" as an
+    attachment. Kept when the request says attach. The searches nothing uses then go; with notes."""
+    if _ATTACH_WORD.search(request):
+        return plan, []
+    by_id = {c.id: c for c in plan.calls}
+    notes: list[str] = []
+    calls: list[Call] = []
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        slot = attachment_slot(tool) if tool is not None else None
+        value = call.args.get(slot or "")
+        if not slot or not isinstance(value, list):
+            calls.append(call)
+            continue
+        sent = {_text_of(by_id.get(r.step)) for k, v in call.args.items() if k != slot for r in find_refs(v)} - {""}
+        kept = [item for item in value if not (isinstance(item, Ref) and _text_of(by_id.get(item.step)) in sent)]
+        if len(kept) == len(value):
+            calls.append(call)
+            continue
+        notes.append(f"plan: left step {call.id}'s {slot} out: it attaches what the message's text already sends")
+        args = {k: v for k, v in call.args.items() if k != slot}
+        calls.append(Call(call.id, call.name, {**args, slot: kept} if kept else args))
+    if not notes:
+        return plan, []
+    before = {r.step for c in plan.calls for r in find_refs(c.args)}
+    after = {r.step for c in calls for r in find_refs(c.args)}
+    return Plan(calls=without_steps(calls, before - after), answer=plan.answer), notes
+
+
+def _text_of(call: Call | None) -> str:
+    """The one text a call was given (a read's title, a search's words), lower case; "" for none or several."""
+    texts = [v for v in call.args.values() if isinstance(v, str)] if call is not None else []
+    return texts[0].strip().lower() if len(texts) == 1 else ""

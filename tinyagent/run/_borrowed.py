@@ -24,13 +24,15 @@ from .._tools import Tool
 from ._clauses import clause_spans, name_words
 from ._lookups import lookup_kind
 from ._repair import without_steps
+from ._tidy import reads_only
 
-__all__ = ["drop_borrowed_people", "keep_in_named_list"]
+__all__ = ["drop_borrowed_people", "drop_owners", "keep_in_named_list"]
 
 # Words that can bring a person into a clause without naming them.
 _BRINGS_PEOPLE = re.compile(
     r"\b(?:with|him|her|them|us|he|she|they|both|everyone|everybody|all|together|guests?|attendees?|participants?"
     r"|invitees?|each|invite|invites|inviting)\b", re.IGNORECASE)
+_BRINGS_THINGS = re.compile(r"\b(?:with|it|them|both|these|those|attach\w*|enclos\w*|includ\w*)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
 _GENERIC_NAME_WORDS = frozenset("""
 add get set create make new send list search find update delete remove event events item items task tasks the for
@@ -88,9 +90,11 @@ def drop_borrowed_people(plan: Plan, tools: Mapping[str, Tool], request: str) ->
     for call in plan.calls:
         tool = tools.get(call.name)
         own = _own_clauses(call, clauses) if tool is not None else []
-        if tool is None or not own or any(_BRINGS_PEOPLE.search(text) for text in own):
+        if tool is None or not own:
             calls.append(call)
             continue
+        brings_people = any(_BRINGS_PEOPLE.search(text) for text in own)
+        brings_things = any(_BRINGS_THINGS.search(text) for text in own)
         required = set(tool.parameters.get("required") or ())
         args = dict(call.args)
         for param, value in call.args.items():
@@ -100,11 +104,15 @@ def drop_borrowed_people(plan: Plan, tools: Mapping[str, Tool], request: str) ->
             kept = []
             for item in items:
                 step = by_id.get(item.step) if isinstance(item, Ref) else None
-                person = _person(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
-                if person and not any(person.lower() in text.lower() for text in own) and _belongs_elsewhere(
-                        person, call, plan.calls, clauses, request):
-                    notes.append(f"plan: took {person} (step {step.id}) out of step {call.id}'s {param}: the "  # type: ignore[union-attr]
-                                 "request names them for another call, not this one")
+                found = tools.get(step.name) if step is not None else None
+                # a looked-up person, or a thing a search found (a file to attach)
+                brought = brings_people if lookup_kind(found) else brings_things if found and reads_only(found) \
+                    else True
+                said = _person(step, request) if step is not None and not brought else None
+                if said and not any(said.lower() in text.lower() for text in own) and _belongs_elsewhere(
+                        said, call, plan.calls, clauses, request):
+                    notes.append(f"plan: took {said} (step {item.step}) out of step {call.id}'s {param}: the "
+                                 "request names it for another call, not this one")
                     continue
                 kept.append(item)
             if len(kept) != len(items):
@@ -167,3 +175,40 @@ def _said_before(param: str, other: str, said: str, request: str) -> bool:
         return False
     before = _WORD.findall(request[:at].lower())[-3:]
     return any(w in before for w in words)
+
+
+def drop_owners(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without looked-up people the request names only as an owner ("forward Jun's email to my partner
+    Alex": Jun wrote the e-mail and does not get it) in the lists that send or invite, when someone else stays in
+    the list; the lookups nothing uses then go; with notes."""
+    by_id = {c.id: c for c in plan.calls}
+    notes: list[str] = []
+    calls: list[Call] = []
+    for call in plan.calls:
+        args = dict(call.args)
+        for param, value in call.args.items():
+            if not isinstance(value, list) or len(value) < 2:
+                continue
+            kept = []
+            for item in value:
+                step = by_id.get(item.step) if isinstance(item, Ref) else None
+                person = _person(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
+                if person and _only_as_owner(person, request):
+                    notes.append(f"plan: took {person} (step {item.step}) out of step {call.id}'s {param}: the "
+                                 f"request names them only as the owner of something ({person}'s)")
+                    continue
+                kept.append(item)
+            if kept and len(kept) != len(value):
+                args[param] = kept
+        calls.append(Call(call.id, call.name, args) if args != call.args else call)
+    if not notes:
+        return plan, []
+    before = {r.step for c in plan.calls for r in find_refs(c.args)}
+    after = {r.step for c in calls for r in find_refs(c.args)}
+    return Plan(calls=without_steps(calls, before - after), answer=plan.answer), notes
+
+
+def _only_as_owner(person: str, request: str) -> bool:
+    """Whether every place the request names ``person`` is a possessive ("Jun's", "Jun’s")."""
+    places = list(re.finditer(rf"\b{re.escape(person)}\b", request, re.IGNORECASE))
+    return bool(places) and all(re.match(r"['’]s\b", request[m.end():]) for m in places)

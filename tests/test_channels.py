@@ -82,6 +82,16 @@ def test_an_empty_plan_is_unserved_only_for_a_request_to_send() -> None:
     assert channel_senders(both, tools) == {"post", "buzz"}  # either will do for the grammar
 
 
+def test_an_empty_plan_for_sending_a_thing_to_a_named_person_by_no_channel_is_unserved() -> None:
+    tools = _tools()
+    for request in ("Send the Q4 budget to Maria Garcia", "Forward the invoice to Grace please"):
+        assert "send something to someone" in (unserved_channel(request, tools) or ""), request
+        assert channel_senders(request, tools) == {"post", "buzz"}  # any sender
+    for request in ("Send my regards to the team", "Can you send the deck to Tom?", "Translate 'hi' to Spanish"):
+        assert unserved_channel(request, tools) is None, request
+    assert unserved_channel("Send the Q4 budget to Maria Garcia", tools, [Call(1, "meet", {"title": "x"})]) is None
+
+
 def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_other() -> None:
     tools = _tools()
     both = "Text Victor that the review moved, and email him the deck too"

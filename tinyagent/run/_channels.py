@@ -47,6 +47,9 @@ _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", r
 # channel ("I need the email for Maria", "Invite ann@x.org to lunch").
 _SEND_VERB = re.compile(r"(?:^|[,;:.!]\s*|\b(?:and|then|please|pls|plz|also)\s+)"
                         r"(?:text|sms|e-?mail|mail|message|send|forward|write\s+to)\b", re.IGNORECASE)
+# A request that opens by sending a thing to a named person, by no channel: "Send the Q4 budget to Maria Garcia".
+_SEND_TO_SOMEONE = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Ss]end|[Ff]orward|[Ss]hare|[Pp]ass)\b[^.;?!]*?\bto\s+"
+                              r"(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z]")
 _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
                        re.IGNORECASE)
 
@@ -99,6 +102,8 @@ def channel_senders(request: str, tools: Mapping[str, Tool], calls: Iterable[Cal
     (empty: it names neither); where it asks for both and ``calls`` send by one, those that send by the other."""
     sending = senders(tools.values())
     wants = set(_asked_channels(request))
+    if not wants and not calls and not asks_question(request) and _SEND_TO_SOMEONE.search(request):
+        return frozenset(sending)  # (no channel named: any sender)
     wants = (wants - _sent(calls, sending)) or wants
     return frozenset(name for name, k in sending.items() if k & wants) if wants else frozenset()
 
@@ -130,6 +135,11 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     call sends by; with calls, also when no clause opens with a verb of sending: "Invite ann@x.org to lunch"
     planned as an event only mentions the channel)."""
     wants = _asked_channels(request)
+    if not wants and not calls and not asks_question(request) and _SEND_TO_SOMEONE.search(request):
+        # "Send the Q4 budget to Maria Garcia": no channel named, and nothing sent by any
+        right = sorted(senders(tools.values()))
+        return f"the request asks to send something to someone, and no step does; {_names(right)} that" if right \
+            else None
     if not wants or asks_question(request):
         return None
     if (calls or len(wants) > 1) and not _SEND_VERB.search(request.strip()):

@@ -15,8 +15,10 @@ from tinyagent._plan import Call
 from tinyagent.models import ScriptedModel
 from tinyagent.run._channels import (
     asked_channel,
+    channel_clauses,
     channel_problem,
     channel_senders,
+    echoed_messages,
     other_channel_senders,
     senders,
     unserved_channel,
@@ -194,3 +196,25 @@ def test_real_planner_texts_by_the_tool_that_sends_to_phone_numbers() -> None:
     finally:
         asyncio.run(model.aclose())
     assert phone and any(c.name in phone for c in plan.calls), plan
+
+
+def test_a_second_message_that_says_what_the_other_channel_is_asked_for_goes() -> None:
+    from tinyagent._plan import Plan, Ref
+    from tinyagent.run._borrowed import drop_echoed_messages
+
+    request = "Text Victor that the review moved to 4pm, and email him the updated pitch deck too."
+    assert channel_clauses(request) == {"phone": [" Victor that the review moved to 4pm, "],
+                                        "email": [" him the updated pitch deck too."]}
+    plan = Plan(calls=(Call(1, "who_mail", {"who": "Victor"}),
+                       Call(2, "post", {"to": [Ref(1)], "body": "The review moved to 4pm."}),
+                       Call(3, "post", {"to": [Ref(1)], "body": "Here is the updated pitch deck."}),
+                       Call(4, "who_phone", {"who": "Victor"}),
+                       Call(5, "buzz", {"numbers": [Ref(4)], "body": "The review moved to 4pm."})))
+    assert echoed_messages(plan.calls, _tools(), request) == {2}
+    kept, notes = drop_echoed_messages(plan, _tools(), request)
+    assert [c.name for c in kept.calls] == ["who_mail", "post", "who_phone", "buzz"] and notes
+    # one message per clause, or to other people, or one channel only: nothing goes
+    assert echoed_messages(plan.calls[:2] + plan.calls[3:], _tools(), request) == set()
+    other = Plan(calls=(*plan.calls[:2], Call(3, "post", {"to": ["ann@x.io"], "body": "deck"}), *plan.calls[3:]))
+    assert echoed_messages(other.calls, _tools(), request) == set()
+    assert echoed_messages(plan.calls, _tools(), "Email Victor that the review moved, and the deck") == set()

@@ -21,11 +21,12 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, PlanParseError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._attach import attach_sent_things, drop_double_sends
-from ._borrowed import drop_borrowed_people, drop_owners, keep_in_named_list
+from ._borrowed import drop_borrowed_people, drop_echoed_messages, drop_owners, keep_in_named_list
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
 from ._done import drop_done
 from ._items import ruled_out_items, unserved_item
+from ._links import link_producers
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
 from ._plan import plan_once, planner_request
@@ -290,28 +291,25 @@ class Agent:
             request = again_request
         if self.settings.given_identifiers and self.settings.last_plan_repairs:
             # (after planning again: told why, the planner often fixes more than the made-up value)
-            plan, notes = swap_siblings(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = drop_unasked_twins(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = drop_done(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = insert_producers(plan, state.usable_tools, state.query, known)
-            state.result.notes.extend(notes)
-            plan, notes = attach_sent_things(plan, state.usable_tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = drop_double_sends(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = wire_results(plan, state.offer.tools, known, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = drop_borrowed_people(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = keep_in_named_list(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = drop_owners(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
-            plan, notes = tidy_plan(plan, state.offer.tools, state.query)
-            state.result.notes.extend(notes)
+            offered, usable, query = state.offer.tools, state.usable_tools, state.query
+            repairs: tuple[Callable[[Plan], tuple[Plan, list[str]]], ...] = (
+                lambda p: swap_siblings(p, offered, query),
+                lambda p: drop_unasked_twins(p, offered, query),
+                lambda p: drop_done(p, offered, query),
+                lambda p: insert_producers(p, usable, query, known),
+                lambda p: drop_echoed_messages(p, offered, query),
+                lambda p: attach_sent_things(p, usable, query),
+                lambda p: link_producers(p, usable, query),
+                lambda p: wire_results(p, offered, known, query),
+                lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
+                lambda p: drop_borrowed_people(p, offered, query),
+                lambda p: keep_in_named_list(p, offered, query),
+                lambda p: drop_owners(p, offered, query),
+                lambda p: tidy_plan(p, offered, query),
+            )
+            for repair in repairs:
+                plan, notes = repair(plan)
+                state.result.notes.extend(notes)
         return model, completion, plan, request
 
     @staticmethod

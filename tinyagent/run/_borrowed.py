@@ -21,12 +21,13 @@ from typing import Any
 
 from .._plan import Call, Plan, Ref, find_refs
 from .._tools import Tool
+from ._channels import echoed_messages
 from ._clauses import clause_spans, name_words
 from ._lookups import lookup_kind
 from ._repair import without_steps
 from ._tidy import reads_only
 
-__all__ = ["drop_borrowed_people", "drop_owners", "keep_in_named_list"]
+__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_owners", "keep_in_named_list"]
 
 # Words that can bring a person into a clause without naming them.
 _BRINGS_PEOPLE = re.compile(
@@ -212,3 +213,18 @@ def _only_as_owner(person: str, request: str) -> bool:
     """Whether every place the request names ``person`` is a possessive ("Jun's", "Jun’s")."""
     places = list(re.finditer(rf"\b{re.escape(person)}\b", request, re.IGNORECASE))
     return bool(places) and all(re.match(r"['’]s\b", request[m.end():]) for m in places)
+
+
+def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without messages that say what the other channel's clause asks, beyond the clauses that ask for
+    their channel (:func:`~._channels.echoed_messages`); the lookups only they used go too; with notes."""
+    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+    echoed = echoed_messages(plan.calls, tools, request) - used
+    if not echoed:
+        return plan, []
+    kept = [c for c in plan.calls if c.id not in echoed]
+    still = {r.step for c in kept for r in find_refs(c.args)}
+    orphans = {c.id for c in kept if c.id in used and c.id not in still and lookup_kind(tools.get(c.name))}
+    return Plan(calls=without_steps(plan.calls, echoed | orphans), answer=plan.answer), [
+        f"plan: left out step {', '.join(str(s) for s in sorted(echoed))} (a second message by the same channel to "
+        "the same people, saying what the request asks of the other channel)"]

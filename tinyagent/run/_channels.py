@@ -18,15 +18,15 @@ with neither word, the one kind of identifier it writes decides (an address, or 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._formats import identifier_kind
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["KIND_WORDS", "asked_channel", "asks_question", "channel_problem", "channel_senders",
-           "other_channel_senders", "senders", "unserved_channel"]
+__all__ = ["KIND_WORDS", "asked_channel", "asks_question", "channel_clauses", "channel_problem", "channel_senders",
+           "echoed_messages", "other_channel_senders", "senders", "unserved_channel"]
 
 _WORDS = {
     "phone": re.compile(r"\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b(?!\s*(?:file|files|document|note|box|field))",
@@ -197,3 +197,60 @@ def _spoken_channels(request: str) -> list[str]:
 
 def _names(names: list[str]) -> str:
     return f"{names[0]} sends" if len(names) == 1 else f"{', '.join(names)} send"
+
+
+def channel_clauses(request: str) -> dict[str, list[str]]:
+    """The request's clauses that open with a channel's verb, by channel, each from after the verb to the next
+    such clause: "Text Victor that the review moved, and email him the deck" gives the phone's "Victor that the
+    review moved, and" and the e-mail's "him the deck"."""
+    out: dict[str, list[str]] = {}
+    matches = list(_SEND_VERB.finditer(request))
+    for i, match in enumerate(matches):
+        verb = match.group().split()[-1].strip(",;:.!")
+        kind = next((k for k, words in _WORDS.items() if words.fullmatch(verb)), None)
+        if kind is not None:
+            out.setdefault(kind, []).append(request[match.end():matches[i + 1].start() if i + 1 < len(matches)
+                                                   else len(request)])
+    return out
+
+
+def echoed_messages(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
+    """Messages of a channel beyond the clauses that ask for it, to the same people as another message by it, that
+    say what a clause of the other channel asks ("Text Victor that the review moved to 4pm, and email him the
+    updated pitch deck" planned with two e-mails: the one titled "Review moved to 4pm" goes)."""
+    clauses = channel_clauses(request)
+    if len(clauses) < 2:
+        return set()
+    sending = senders(tools.values())
+    out: set[int] = set()
+    for kind, own in clauses.items():
+        mine = [c for c in calls if kind in sending.get(c.name, frozenset())]
+        if len(mine) <= len(own):
+            continue
+        own_words = _content(" ".join(own))
+        other_words = _content(" ".join(t for k, texts in clauses.items() if k != kind for t in texts)) - own_words
+        words = {c.id: _content(" ".join(v for v in c.args.values() if isinstance(v, str))) for c in mine}
+        echo = {c.id: len(words[c.id] & other_words) - len(words[c.id] & own_words) for c in mine}
+        for call in sorted(mine, key=lambda c: echo[c.id], reverse=True)[:len(mine) - len(own)]:
+            to = _people(call, tools.get(call.name))
+            same_people = [o for o in mine
+                           if o.id != call.id and o.id not in out and _people(o, tools.get(o.name)) == to]
+            if same_people and words[call.id] & other_words:
+                out.add(call.id)
+    return out
+
+
+def _people(call: Call, tool: Tool | None) -> str:
+    """Who the call sends to: its required identifier arguments, as one comparable text."""
+    props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
+    return repr(sorted((k, repr(call.args.get(k))) for k in (tool.required if tool is not None else ())
+                       if isinstance(s := props.get(k), Mapping) and identifier_kind(s)))
+
+
+_CONTENT = re.compile(r"[a-z0-9]{3,}")
+_STOP = frozenset(["the", "and", "that", "this", "with", "for", "him", "her", "them", "too", "also", "please", "find",
+                   "attached", "has", "have", "been", "was", "were", "are", "you", "your", "our", "its", "from"])
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _CONTENT.findall(text.lower()) if w not in _STOP}

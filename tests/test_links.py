@@ -1,0 +1,35 @@
+"""A meeting's link comes from the tool that makes one (tinyagent/run/_links.py), on a made-up registry."""
+
+from __future__ import annotations
+
+from _helpers_tools import TEXT, openai_fn
+
+from tinyagent import ToolRegistry
+from tinyagent._plan import Call, Plan, Ref
+from tinyagent.run._links import link_producers
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("diary_book", "Books an entry in the diary.",
+                  {"title": TEXT, "when": TEXT, "place": {"type": "string", "description": "Address or meeting link."}},
+                  ["title", "when"]),
+        openai_fn("hall_open", "Opens a meeting hall online and returns its link.", {"name": TEXT}, ["name"]),
+        openai_fn("chart_path", "Draws a path between two addresses. Returns the chart's URL.", {"to": TEXT}, ["to"]),
+    ])
+
+
+def test_a_virtual_place_passed_for_a_link_gets_a_link_made() -> None:
+    for place in ("Online", "Zoom", "a video call", "virtual meeting"):
+        plan = Plan(calls=(Call(1, "diary_book", {"title": "Demo", "when": "2026-12-08 16:00:00", "place": place}),))
+        kept, notes = link_producers(plan, _tools(), "Schedule an online demo Tuesday at 4pm")
+        assert [c.name for c in kept.calls] == ["hall_open", "diary_book"] and notes, place
+        assert kept.calls[0].args == {"name": "Demo"} and kept.calls[1].args["place"] == Ref(1)
+
+
+def test_a_real_place_or_no_fitting_maker_changes_nothing() -> None:
+    real = Plan(calls=(Call(1, "diary_book", {"title": "Demo", "when": "x", "place": "Room 4, HQ"}),))
+    assert link_producers(real, _tools(), "Book the demo in Room 4, HQ") == (real, [])
+    online = Plan(calls=(Call(1, "diary_book", {"title": "Demo", "when": "x", "place": "Online"}),))
+    no_hall = ToolRegistry.from_openai([_tools()["diary_book"].to_openai(), _tools()["chart_path"].to_openai()])
+    assert link_producers(online, no_hall, "Schedule an online demo") == (online, [])  # a map is no meeting

@@ -6,7 +6,7 @@ from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
-from tinyagent.run._borrowed import drop_borrowed_people, drop_owners, keep_in_named_list
+from tinyagent.run._borrowed import drop_borrowed_people, drop_owners, drop_twin_lookups, keep_in_named_list
 
 EMAILS = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}
 
@@ -113,3 +113,16 @@ def test_a_file_found_for_another_clause_is_not_attached_here() -> None:
     assert kept.calls[1].args["files"] == [Ref(1)] and "files" not in kept.calls[2].args and notes
     said_it = "Reply to the remodel letter saying we accept and attach the signed quote, and pass it on with it."
     assert drop_borrowed_people(plan, files, said_it) == (plan, [])
+
+
+def test_an_unused_lookup_of_a_person_another_lookup_finds_goes() -> None:
+    tools = ToolRegistry.from_openai([
+        *(_tools()[n].to_openai() for n in _tools()),
+        openai_fn("people_phone", "Finds a person's mobile phone number.", {"who": TEXT}, ["who"]),
+    ])
+    plan = Plan(calls=(Call(1, "people_find", {"who": "Rosa"}), Call(2, "people_phone", {"who": "Rosa"}),
+                       Call(3, "post_forward", {"match": "lease", "to": [Ref(1)]})))
+    kept, notes = drop_twin_lookups(plan, tools, "Forward the lease to Rosa.")
+    assert [c.name for c in kept.calls] == ["people_find", "post_forward"] and notes
+    alone = Plan(calls=(Call(1, "people_phone", {"who": "Rosa"}),))  # "What's Rosa's number?": the answer
+    assert drop_twin_lookups(alone, tools, "What's Rosa's number?") == (alone, [])

@@ -33,3 +33,14 @@ def test_a_real_place_or_no_fitting_maker_changes_nothing() -> None:
     online = Plan(calls=(Call(1, "diary_book", {"title": "Demo", "when": "x", "place": "Online"}),))
     no_hall = ToolRegistry.from_openai([_tools()["diary_book"].to_openai(), _tools()["chart_path"].to_openai()])
     assert link_producers(online, no_hall, "Schedule an online demo") == (online, [])  # a map is no meeting
+
+
+def test_a_request_to_meet_online_gets_a_link_for_the_left_out_place() -> None:
+    plan = Plan(calls=(Call(1, "diary_book", {"title": "Onboarding", "when": "2026-12-11 11:00:00"}),))
+    kept, notes = link_producers(plan, _tools(), "Schedule an online onboarding session with Kim on Friday at 11am.")
+    assert [c.name for c in kept.calls] == ["hall_open", "diary_book"] and kept.calls[1].args["place"] == Ref(1)
+    assert "meet online" in notes[0]
+    assert link_producers(plan, _tools(), "Schedule the onboarding session on Friday at 11am.") == (plan, [])
+    made = Plan(calls=(Call(1, "hall_open", {"name": "Onboarding"}), *plan.calls[:1]))
+    assert link_producers(made, _tools(), "Schedule an online onboarding on Friday")[0].calls[1].args == \
+        plan.calls[0].args  # a link is made already: wiring it is another repair's

@@ -344,3 +344,18 @@ def test_a_made_up_invitee_whom_another_call_already_sends_to_is_left_out() -> N
     assert "guests" not in fixed.calls[3].args
     alone = Plan(calls=(plan.calls[1],))  # nobody else acts on them: their invitations are looked up
     assert [c.name for c in insert_producers(alone, tools, request, request)[0].calls] == ["who_is", "who_is", "book"]
+
+
+def test_a_made_up_number_goes_to_the_person_the_texting_clause_names() -> None:
+    tools = ToolRegistry.from_openai([
+        *(_tools()[n].to_openai() for n in _tools()),
+        openai_fn("who_phone", "Finds a person's mobile phone number.", {"person": TEXT}, ["person"]),
+        openai_fn("buzz", "Sends a text message.", {"numbers": {"type": "array", "items": {
+            "type": "string", "description": "Phone numbers."}}, "body": TEXT}, ["numbers", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "buzz", {"numbers": ["+1234567890"], "body": "Running late"}),))
+    request = "Text Priya that I'm running late, and email Tom the meeting notes."
+    kept, notes = insert_producers(plan, tools, request, request)
+    assert kept.calls[0] == Call(1, "who_phone", {"person": "Priya"}) and kept.calls[1].args["numbers"] == [Ref(1)]
+    both = "Text Priya and Tom that I'm running late."  # two people in the clause: which one is not known
+    assert insert_producers(plan, tools, both, both)[0].calls[0].name == "buzz"

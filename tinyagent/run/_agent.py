@@ -21,7 +21,13 @@ from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, PlanParseError, UserError
 from ..models import Completion, Model, ModelRequest
 from ._attach import attach_sent_things, drop_double_sends
-from ._borrowed import drop_borrowed_people, drop_echoed_messages, drop_owners, keep_in_named_list
+from ._borrowed import (
+    drop_borrowed_people,
+    drop_echoed_messages,
+    drop_owners,
+    drop_twin_lookups,
+    keep_in_named_list,
+)
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
 from ._done import drop_done
@@ -305,6 +311,7 @@ class Agent:
                 lambda p: drop_borrowed_people(p, offered, query),
                 lambda p: keep_in_named_list(p, offered, query),
                 lambda p: drop_owners(p, offered, query),
+                lambda p: drop_twin_lookups(p, offered, query),
                 lambda p: tidy_plan(p, offered, query),
             )
             for repair in repairs:

@@ -27,7 +27,7 @@ from ._lookups import lookup_kind
 from ._repair import without_steps
 from ._tidy import reads_only
 
-__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_owners", "keep_in_named_list"]
+__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_owners", "drop_twin_lookups", "keep_in_named_list"]
 
 # Words that can bring a person into a clause without naming them.
 _BRINGS_PEOPLE = re.compile(
@@ -228,3 +228,22 @@ def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) ->
     return Plan(calls=without_steps(plan.calls, echoed | orphans), answer=plan.answer), [
         f"plan: left out step {', '.join(str(s) for s in sorted(echoed))} (a second message by the same channel to "
         "the same people, saying what the request asks of the other channel)"]
+
+
+def drop_twin_lookups(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without unused lookups of a person another lookup of the plan finds for a call that uses it ("Email
+    Rosa ..." planned with Rosa's e-mail address, used, and her phone number, not); with notes."""
+    del request
+    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+
+    def who(call: Call) -> str:
+        return " ".join(str(v).strip().lower() for v in call.args.values() if isinstance(v, str))
+
+    lookups = [c for c in plan.calls if lookup_kind(tools.get(c.name))]
+    found = {who(c) for c in lookups if c.id in used}
+    twins = {c.id for c in lookups if c.id not in used and who(c) in found}
+    if not twins:
+        return plan, []
+    return Plan(calls=without_steps(plan.calls, twins), answer=plan.answer), [
+        f"plan: left out step {', '.join(str(s) for s in sorted(twins))} (an unused lookup of a person another "
+        "lookup finds for the plan)"]

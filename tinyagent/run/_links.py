@@ -6,7 +6,9 @@
 "Zoom", "video call") passed to a parameter described as taking a URL or link is no link: the offered tool that
 returns a URL or link, takes one text argument and whose description shares the most words with the parameter's
 ("video-conference") is called first, with the call's title, and its result is passed instead. The words for a
-virtual place are English words for meeting online, not any tool's name.
+virtual place are English words for meeting online, not any tool's name. A call that leaves such a parameter
+out, for a request that asks to meet online ("Schedule an online onboarding session with Kim on Friday"), gets the
+same, when the plan calls no link maker.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ __all__ = ["link_producers"]
 
 _LINK_PARAM = re.compile(r"\b(?:url|urls|link|links|uri)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]{4,}")
+# A request to meet online: "an online demo", "a video call", "on Zoom", "a virtual standup".
+_ASKS_VIRTUAL = re.compile(r"\b(?:online|virtual|remote|zoom|webex|skype|google\s+meet|teams\s+(?:call|meeting)"
+                           r"|video[- ]?(?:call|chat|conference|meeting))\b", re.IGNORECASE)
 _LINK_WORDS = frozenset(["returns", "return", "link", "links", "with", "from", "that", "this", "each", "which"])
 _RETURNS_LINK = re.compile(r"\breturns?\b[^.]*\b(?:url|link|uri)\b", re.IGNORECASE)
 _VIRTUAL = re.compile(
@@ -54,7 +59,7 @@ def _maker(makers: list[Tool], wanted: str) -> Tool | None:
 def link_producers(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
     """``plan`` with a virtual place passed for a link replaced by the result of the one offered tool that makes
     links, called just before (module docstring); with notes."""
-    del request  # (the value itself says it: the words are the planner's)
+    wants_link = bool(_ASKS_VIRTUAL.search(request))
     makers = [t for t in tools.values() if one_text_param(t) and _RETURNS_LINK.search(t.description or "")]
     if not makers:
         return plan, []
@@ -65,7 +70,11 @@ def link_producers(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple
         args: dict[str, Any] = dict(map_refs(call.args, lambda r: Ref(numbers.get(r.step, r.step))))
         tool = tools.get(call.name)
         props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
-        for name, value in call.args.items():
+        # a link parameter left out, for a request that asks to meet online, counts as passed "online"
+        missing = {name: "online" for name, schema in props.items() if name not in call.args and wants_link
+                   and not any(c.name in {m.name for m in makers} for c in plan.calls)
+                   and _LINK_PARAM.search(str((schema or {}).get("description", "")))}
+        for name, value in {**call.args, **missing}.items():
             schema = props.get(name) or {}
             described = str(schema.get("description", ""))
             if (tool is None or not isinstance(value, str) or not _VIRTUAL.match(value)
@@ -78,8 +87,9 @@ def link_producers(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple
             topic = _title(call, tool, name) or value.strip()
             out.append(Call(len(out) + 1, maker.name, {param: topic}))
             args[name] = Ref(len(out))
-            notes.append(f"plan: step {call.id} passed {name}={value!r}, a kind of place, not a link; added "
-                         f"{maker.name}({param}={topic!r}) for it")
+            said = f"left {name} out for a request to meet online" if name in missing else \
+                f"passed {name}={value!r}, a kind of place, not a link"
+            notes.append(f"plan: step {call.id} {said}; added {maker.name}({param}={topic!r}) for it")
             break
         numbers[call.id] = len(out) + 1
         out.append(Call(len(out) + 1, call.name, args))

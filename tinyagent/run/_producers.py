@@ -33,6 +33,7 @@ from typing import Any
 from .._formats import identifier_kind, written_identifiers
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
+from ._channels import channel_clauses
 from ._clauses import named_clauses
 from ._lookups import lookup_kind
 from ._repair import documented_source, invented_identifiers
@@ -206,6 +207,14 @@ def terms_in_request(value: str, request: str) -> str | None:
     return request[words[best[0]].start():words[best[1]].end()]
 
 
+def _named_for_channel(names: Sequence[str], kind: str, request: str) -> str | None:
+    """The one of ``names`` that the request's clauses of sending by ``kind`` name ("Text Priya that ..., and
+    email Tom ...": Priya, for a phone number), or None."""
+    texts = [t.lower() for t in channel_clauses(request).get(kind, [])]
+    inside = [n for n in names if any(re.search(rf"\b{re.escape(n.lower())}\b", t) for t in texts)]
+    return inside[0] if len(inside) == 1 else None
+
+
 def one_text_param(tool: Tool) -> str | None:
     """The tool's only required parameter, when it takes text."""
     required = list(tool.required)
@@ -231,7 +240,7 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
             person = paired.get(value)
             if person is None:
                 names = people(request)
-                person = names[0] if len(names) == 1 else None
+                person = names[0] if len(names) == 1 else _named_for_channel(names, kind, request)
         if finder is None or person is None:
             return None
         return Call(0, finder[0], {finder[1]: person})

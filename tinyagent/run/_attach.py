@@ -21,7 +21,7 @@ from .._tools import Tool
 from ._clauses import name_words
 from ._items import attachment_slot, sent_things_start, unattached_problem
 from ._producers import one_text_param, path_source
-from ._repair import without_steps
+from ._repair import without_orphans
 
 __all__ = ["attach_sent_things", "drop_double_sends", "sent_things"]
 
@@ -135,9 +135,7 @@ def drop_double_sends(plan: Plan, tools: Mapping[str, Tool], request: str) -> tu
         calls.append(Call(call.id, call.name, {**args, slot: kept} if kept else args))
     if not notes:
         return plan, []
-    before = {r.step for c in plan.calls for r in find_refs(c.args)}
-    after = {r.step for c in calls for r in find_refs(c.args)}
-    return Plan(calls=without_steps(calls, before - after), answer=plan.answer), notes
+    return Plan(calls=without_orphans(plan.calls, calls), answer=plan.answer), notes
 
 
 def _text_of(call: Call | None) -> str:

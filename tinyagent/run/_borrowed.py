@@ -24,7 +24,7 @@ from .._tools import Tool
 from ._channels import echoed_messages
 from ._clauses import clause_spans, name_words
 from ._lookups import lookup_kind
-from ._repair import without_steps
+from ._repair import without_orphans, without_steps
 from ._tidy import reads_only
 
 __all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_owners", "drop_twin_lookups", "keep_in_named_list"]
@@ -124,9 +124,7 @@ def drop_borrowed_people(plan: Plan, tools: Mapping[str, Tool], request: str) ->
         calls.append(Call(call.id, call.name, args) if args != call.args else call)
     if not notes:
         return plan, []
-    before = {r.step for c in plan.calls for r in find_refs(c.args)}
-    after = {r.step for c in calls for r in find_refs(c.args)}
-    return Plan(calls=without_steps(calls, before - after), answer=plan.answer), notes
+    return Plan(calls=without_orphans(plan.calls, calls), answer=plan.answer), notes
 
 
 def keep_in_named_list(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
@@ -204,9 +202,7 @@ def drop_owners(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Pl
         calls.append(Call(call.id, call.name, args) if args != call.args else call)
     if not notes:
         return plan, []
-    before = {r.step for c in plan.calls for r in find_refs(c.args)}
-    after = {r.step for c in calls for r in find_refs(c.args)}
-    return Plan(calls=without_steps(calls, before - after), answer=plan.answer), notes
+    return Plan(calls=without_orphans(plan.calls, calls), answer=plan.answer), notes
 
 
 def _only_as_owner(person: str, request: str) -> bool:

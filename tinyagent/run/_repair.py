@@ -44,7 +44,7 @@ __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
            "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "ruled_out",
            "stray_lookups", "undated_days", "unfit_calls", "unsourced_note", "unsourced_values",
-           "use_given_identifiers", "without_steps", "wrap_bare_refs"]
+           "use_given_identifiers", "without_orphans", "without_steps", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -435,6 +435,14 @@ def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
     """The plan without the replaced steps nobody references any more, renumbered from 1 (references follow)."""
     referenced = _used_steps(calls)
     return Plan(calls=without_steps(calls, {s for s in replaced if s not in referenced}))
+
+
+def without_orphans(old: Sequence[Call], new: Sequence[Call]) -> tuple[Call, ...]:
+    """``new`` (``old`` with arguments taken out) without the steps ``old`` referenced and ``new`` no longer does
+    (a lookup whose only user dropped it), renumbered from 1."""
+    before = {r.step for c in old for r in find_refs(c.args)}
+    after = {r.step for c in new for r in find_refs(c.args)}
+    return without_steps(new, before - after)
 
 
 def without_steps(calls: Sequence[Call], gone: Iterable[int]) -> tuple[Call, ...]:

@@ -21,7 +21,7 @@ from .._tools import Tool
 from ._clauses import name_words
 from ._items import attachment_slot, sent_things_start, unattached_problem
 from ._producers import one_text_param, path_source
-from ._repair import without_orphans
+from ._repair import used_steps, without_orphans
 
 __all__ = ["attach_sent_things", "drop_double_sends", "sent_things"]
 
@@ -82,7 +82,7 @@ def attach_sent_things(plan: Plan, tools: Mapping[str, Tool], request: str) -> t
 def _attached(plan: Plan, message: Call, slot: str, source: str, param: str, things: Sequence[str]) -> Plan:
     """The plan with ``message`` given the lookups of ``things`` in ``slot``: the plan's own unused lookups before
     it that share a word with a thing, and new ones written just before it for the rest."""
-    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+    used = used_steps(plan.calls)
     unused = [c for c in plan.calls if c.name == source and c.id < message.id and c.id not in used]
     mine: dict[str, int] = {}
     for thing in things:

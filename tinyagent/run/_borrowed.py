@@ -9,6 +9,11 @@ own clause (the one that says a word of its tool's name: "calendar") names nobod
 word that could bring a person in ("with", "him", "them", "everyone"), is taken out of that parameter; a lookup
 that nothing uses afterwards goes too.
 
+The same clause reading keeps a found file on the call whose clause names it, a person the request cc's out of the
+To list (:func:`keep_in_named_list`), an owner ("Jun's email") out of a list of recipients (:func:`drop_owners`),
+and drops a second message that says another channel's clause (:func:`drop_echoed_messages`) and an unused lookup of
+someone another lookup finds (:func:`drop_twin_lookups`).
+
 The clauses and the tools they name come from :mod:`tinyagent.run._clauses`; nothing is keyed to a tool's name.
 """
 
@@ -19,12 +24,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._plan import Call, Plan, Ref, find_refs
+from .._plan import Call, Plan, Ref
 from .._tools import Tool
 from ._channels import echoed_messages
 from ._clauses import clause_spans, name_words
 from ._lookups import lookup_kind
-from ._repair import without_orphans, without_steps
+from ._repair import used_steps, without_orphans, without_steps
 from ._tidy import reads_only
 
 __all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_owners", "drop_twin_lookups", "keep_in_named_list"]
@@ -48,8 +53,9 @@ def _own_clauses(call: Call, clauses: Sequence[tuple[int, int, str, frozenset[st
         w == s or len(os.path.commonprefix([w, s])) >= 5 for w in words for s in _WORD.findall(text.lower()))]
 
 
-def _person(step: Call, request: str) -> str | None:
-    """The text of a lookup's arguments that the request says (the person's name as written), if any."""
+def _said_value(step: Call, request: str) -> str | None:
+    """The text of a step's arguments that the request says, as written (a lookup's person, a search's words), if
+    any."""
     for value in step.args.values():
         if isinstance(value, str) and len(value.strip()) >= 2 and re.search(
                 rf"\b{re.escape(value.strip())}\b", request, re.IGNORECASE):
@@ -109,7 +115,7 @@ def drop_borrowed_people(plan: Plan, tools: Mapping[str, Tool], request: str) ->
                 # a looked-up person, or a thing a search found (a file to attach)
                 brought = brings_people if lookup_kind(found) else brings_things if found and reads_only(found) \
                     else True
-                said = _person(step, request) if step is not None and not brought else None
+                said = _said_value(step, request) if step is not None and not brought else None
                 if said and not any(said.lower() in text.lower() for text in own) and _belongs_elsewhere(
                         said, call, plan.calls, clauses, request):
                     notes.append(f"plan: took {said} (step {item.step}) out of step {call.id}'s {param}: the "
@@ -159,7 +165,7 @@ def _said_as(item: Any, by_id: Mapping[int, Call], request: str, tools: Mapping[
     """How the request writes a list item: a literal it says, or the person a lookup it references was given."""
     if isinstance(item, Ref):
         step = by_id.get(item.step)
-        return _person(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
+        return _said_value(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
     if isinstance(item, str) and item.strip() and item.lower() in request.lower():
         return item
     return None
@@ -191,7 +197,7 @@ def drop_owners(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Pl
             kept = []
             for item in value:
                 step = by_id.get(item.step) if isinstance(item, Ref) else None
-                person = _person(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
+                person = _said_value(step, request) if step is not None and lookup_kind(tools.get(step.name)) else None
                 if person and _only_as_owner(person, request):
                     notes.append(f"plan: took {person} (step {item.step}) out of step {call.id}'s {param}: the "
                                  f"request names them only as the owner of something ({person}'s)")
@@ -214,12 +220,12 @@ def _only_as_owner(person: str, request: str) -> bool:
 def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
     """``plan`` without messages that say what the other channel's clause asks, beyond the clauses that ask for
     their channel (:func:`~._channels.echoed_messages`); the lookups only they used go too; with notes."""
-    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+    used = used_steps(plan.calls)
     echoed = echoed_messages(plan.calls, tools, request) - used
     if not echoed:
         return plan, []
     kept = [c for c in plan.calls if c.id not in echoed]
-    still = {r.step for c in kept for r in find_refs(c.args)}
+    still = used_steps(kept)
     orphans = {c.id for c in kept if c.id in used and c.id not in still and lookup_kind(tools.get(c.name))}
     return Plan(calls=without_steps(plan.calls, echoed | orphans), answer=plan.answer), [
         f"plan: left out step {', '.join(str(s) for s in sorted(echoed))} (a second message by the same channel to "
@@ -230,7 +236,7 @@ def drop_twin_lookups(plan: Plan, tools: Mapping[str, Tool], request: str) -> tu
     """``plan`` without unused lookups of a person another lookup of the plan finds for a call that uses it ("Email
     Rosa ..." planned with Rosa's e-mail address, used, and her phone number, not); with notes."""
     del request
-    used = {r.step for c in plan.calls for r in find_refs(c.args)}
+    used = used_steps(plan.calls)
 
     def who(call: Call) -> str:
         return " ".join(str(v).strip().lower() for v in call.args.values() if isinstance(v, str))

@@ -102,7 +102,7 @@ def channel_senders(request: str, tools: Mapping[str, Tool], calls: Iterable[Cal
     (empty: it names neither); where it asks for both and ``calls`` send by one, those that send by the other."""
     sending = senders(tools.values())
     wants = set(_asked_channels(request))
-    if not wants and not calls and not asks_question(request) and _SEND_TO_SOMEONE.search(request):
+    if _sends_by_no_channel(request, wants, calls):
         return frozenset(sending)  # (no channel named: any sender)
     wants = (wants - _sent(calls, sending)) or wants
     return frozenset(name for name, k in sending.items() if k & wants) if wants else frozenset()
@@ -135,7 +135,7 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     call sends by; with calls, also when no clause opens with a verb of sending: "Invite ann@x.org to lunch"
     planned as an event only mentions the channel)."""
     wants = _asked_channels(request)
-    if not wants and not calls and not asks_question(request) and _SEND_TO_SOMEONE.search(request):
+    if _sends_by_no_channel(request, wants, calls):
         # "Send the Q4 budget to Maria Garcia": no channel named, and nothing sent by any
         right = sorted(senders(tools.values()))
         return f"the request asks to send something to someone, and no step does; {_names(right)} that" if right \
@@ -193,6 +193,12 @@ def _spoken_channels(request: str) -> list[str]:
     """The channels the request's words name ("by emial" and "eamil him" too)."""
     request = _EMAIL_TYPO.sub("email", request)
     return [kind for kind, words in _WORDS.items() if words.search(request)]
+
+
+def _sends_by_no_channel(request: str, wants: Iterable[str], calls: Iterable[Call]) -> bool:
+    """An empty plan for a request that opens by sending a thing to a named person and names no channel ("Send
+    the Q4 budget to Maria Garcia"), and is no question."""
+    return not wants and not calls and not asks_question(request) and bool(_SEND_TO_SOMEONE.search(request))
 
 
 def _names(names: list[str]) -> str:

@@ -59,10 +59,11 @@ def _maker(makers: list[Tool], wanted: str) -> Tool | None:
 def link_producers(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
     """``plan`` with a virtual place passed for a link replaced by the result of the one offered tool that makes
     links, called just before (module docstring); with notes."""
-    wants_link = bool(_ASKS_VIRTUAL.search(request))
     makers = [t for t in tools.values() if one_text_param(t) and _RETURNS_LINK.search(t.description or "")]
     if not makers:
         return plan, []
+    # a link parameter left out counts as passed "online" for a request to meet online, when no call makes a link
+    fill_missing = bool(_ASKS_VIRTUAL.search(request)) and not {c.name for c in plan.calls} & {m.name for m in makers}
     out: list[Call] = []
     numbers: dict[int, int] = {}
     notes: list[str] = []
@@ -70,9 +71,7 @@ def link_producers(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple
         args: dict[str, Any] = dict(map_refs(call.args, lambda r: Ref(numbers.get(r.step, r.step))))
         tool = tools.get(call.name)
         props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
-        # a link parameter left out, for a request that asks to meet online, counts as passed "online"
-        missing = {name: "online" for name, schema in props.items() if name not in call.args and wants_link
-                   and not any(c.name in {m.name for m in makers} for c in plan.calls)
+        missing = {name: "online" for name, schema in props.items() if fill_missing and name not in call.args
                    and _LINK_PARAM.search(str((schema or {}).get("description", "")))}
         for name, value in {**call.args, **missing}.items():
             schema = props.get(name) or {}

@@ -44,7 +44,7 @@ __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
            "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "ruled_out",
            "stray_lookups", "undated_days", "unfit_calls", "unsourced_note", "unsourced_values",
-           "use_given_identifiers", "without_orphans", "without_steps", "wrap_bare_refs"]
+           "use_given_identifiers", "used_steps", "without_orphans", "without_steps", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
 _SPOKEN_AT = re.compile(r"\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|\bat\b)\s*")
@@ -229,7 +229,7 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
     Their results would only reach the answer, and they answer nothing."""
     if len(calls) < 2:
         return set()
-    used = _used_steps(calls)
+    used = used_steps(calls)
     stems = {_stem(w) for w in _words(request)}
     out = set()
     for call in calls:
@@ -245,7 +245,7 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
     return out
 
 
-def _used_steps(calls: Iterable[Call]) -> set[int]:
+def used_steps(calls: Iterable[Call]) -> set[int]:
     """The steps whose results some call references."""
     return {r.step for c in calls for r in find_refs(c.args)}
 
@@ -261,7 +261,7 @@ def redundant_date_steps(calls: Sequence[Call], tools: Mapping[str, Tool], reque
     request does not ask for the date or the time."""
     if _ASKS_DATE.search(request):
         return set()
-    used = _used_steps(calls)
+    used = used_steps(calls)
     out = set()
     for call in calls:
         tool = tools.get(call.name)
@@ -312,7 +312,7 @@ def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) 
     if len({c.name for c in calls}) < 2:
         return set()
     numbers = request_numbers(request)
-    used = _used_steps(calls)
+    used = used_steps(calls)
 
     def invents(call: Call) -> bool:
         tool = tools.get(call.name)
@@ -433,16 +433,14 @@ def ruled_out(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]
 
 def drop_replaced(calls: Sequence[Call], replaced: Iterable[int]) -> Plan:
     """The plan without the replaced steps nobody references any more, renumbered from 1 (references follow)."""
-    referenced = _used_steps(calls)
+    referenced = used_steps(calls)
     return Plan(calls=without_steps(calls, {s for s in replaced if s not in referenced}))
 
 
 def without_orphans(old: Sequence[Call], new: Sequence[Call]) -> tuple[Call, ...]:
     """``new`` (``old`` with arguments taken out) without the steps ``old`` referenced and ``new`` no longer does
     (a lookup whose only user dropped it), renumbered from 1."""
-    before = {r.step for c in old for r in find_refs(c.args)}
-    after = {r.step for c in new for r in find_refs(c.args)}
-    return without_steps(new, before - after)
+    return without_steps(new, used_steps(old) - used_steps(new))
 
 
 def without_steps(calls: Sequence[Call], gone: Iterable[int]) -> tuple[Call, ...]:
@@ -503,7 +501,7 @@ def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, T
     if not invented or tool is None:
         return call
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    used = _used_steps([*earlier.values(), call])
+    used = used_steps([*earlier.values(), call])
     bad = {value for _, value in invented}
 
     def fix(value: Any, kind: str) -> Any:

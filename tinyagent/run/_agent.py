@@ -30,6 +30,7 @@ from ._borrowed import (
 )
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
+from ._coverage import unplanned_clause
 from ._done import drop_done
 from ._items import ruled_out_items, unserved_item
 from ._links import link_producers
@@ -273,6 +274,11 @@ class Agent:
                 if missing:  # (each: served by one of its tools in the next plan, with the sender)
                     invented.append(missing[0])
                     required.append(missing[1])
+            if check and attempt == 0 and not invented:  # (a clause the planner, asked alone, serves otherwise)
+                dropped = await unplanned_clause(setup, state, model, plan, self.settings)
+                if dropped:
+                    invented.append(dropped[0])
+                    required.append(dropped[1])
             if not invented or not again or (attempt == 1 and not set(required) - asked_before):
                 break
             asked_before |= set(required)
@@ -297,26 +303,7 @@ class Agent:
             request = again_request
         if self.settings.given_identifiers and self.settings.last_plan_repairs:
             # (after planning again: told why, the planner often fixes more than the made-up value)
-            offered, usable, query = state.offer.tools, state.usable_tools, state.query
-            repairs: tuple[Callable[[Plan], tuple[Plan, list[str]]], ...] = (
-                lambda p: swap_siblings(p, offered, query),
-                lambda p: drop_unasked_twins(p, offered, query),
-                lambda p: drop_done(p, offered, query),
-                lambda p: insert_producers(p, usable, query, known),
-                lambda p: drop_echoed_messages(p, offered, query),
-                lambda p: attach_sent_things(p, usable, query),
-                lambda p: link_producers(p, usable, query),
-                lambda p: wire_results(p, offered, known, query),
-                lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
-                lambda p: drop_borrowed_people(p, offered, query),
-                lambda p: keep_in_named_list(p, offered, query),
-                lambda p: drop_owners(p, offered, query),
-                lambda p: drop_twin_lookups(p, offered, query),
-                lambda p: tidy_plan(p, offered, query),
-            )
-            for repair in repairs:
-                plan, notes = repair(plan)
-                state.result.notes.extend(notes)
+            plan = _last_plan_repairs(plan, state, known)
         return model, completion, plan, request
 
     @staticmethod
@@ -473,6 +460,31 @@ def _default_selector(examples: Sequence[Example], k: int) -> ExampleSelector | 
         return _examples.ExampleSelector(examples)
     except ImportError:
         return None
+
+
+def _last_plan_repairs(plan: Plan, state: RunState, known: str) -> Plan:
+    """The last plan after the repairs that need no model, in order (``AgentSettings.last_plan_repairs``)."""
+    offered, usable, query = state.offer.tools, state.usable_tools, state.query
+    repairs: tuple[Callable[[Plan], tuple[Plan, list[str]]], ...] = (
+        lambda p: swap_siblings(p, offered, query),
+        lambda p: drop_unasked_twins(p, offered, query),
+        lambda p: drop_done(p, offered, query),
+        lambda p: insert_producers(p, usable, query, known),
+        lambda p: drop_echoed_messages(p, offered, query),
+        lambda p: attach_sent_things(p, usable, query),
+        lambda p: link_producers(p, usable, query),
+        lambda p: wire_results(p, offered, known, query),
+        lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
+        lambda p: drop_borrowed_people(p, offered, query),
+        lambda p: keep_in_named_list(p, offered, query),
+        lambda p: drop_owners(p, offered, query),
+        lambda p: drop_twin_lookups(p, offered, query),
+        lambda p: tidy_plan(p, offered, query),
+    )
+    for repair in repairs:
+        plan, notes = repair(plan)
+        state.result.notes.extend(notes)
+    return plan
 
 
 async def _no_emit(event: RunEvent) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from .._plan import Call, Plan, Ref
 from .._tools import Tool
 from ._channels import echoed_messages
-from ._clauses import clause_spans, name_words
+from ._clauses import GENERIC_NAME_WORDS, clause_spans, name_words
 from ._lookups import lookup_kind
 from ._repair import used_steps, without_orphans, without_steps
 from ._tidy import reads_only
@@ -40,15 +40,11 @@ _BRINGS_PEOPLE = re.compile(
     r"|invitees?|each|invite|invites|inviting)\b", re.IGNORECASE)
 _BRINGS_THINGS = re.compile(r"\b(?:with|it|them|both|these|those|attach\w*|enclos\w*|includ\w*)\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
-_GENERIC_NAME_WORDS = frozenset("""
-add get set create make new send list search find update delete remove event events item items task tasks the for
-with info data
-""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 def _own_clauses(call: Call, clauses: Sequence[tuple[int, int, str, frozenset[str]]]) -> list[str]:
     """The clauses that say a word of the call's tool name (one that says what it is, not a verb every tool has)."""
-    words = [w for w in name_words(call.name) if len(w) >= 4 and w not in _GENERIC_NAME_WORDS]
+    words = [w for w in name_words(call.name) if len(w) >= 4 and w not in GENERIC_NAME_WORDS]
     return [text for _, _, text, _ in clauses if any(
         w == s or len(os.path.commonprefix([w, s])) >= 5 for w in words for s in _WORD.findall(text.lower()))]
 

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["spelled_out", "clause_heads", "clause_spans", "clause_verbs", "name_words", "named_clauses", "named_groups",
-           "same_target", "unserved_clause", "verb_tools"]
+__all__ = ["GENERIC_NAME_WORDS", "clause_heads", "clause_spans", "clause_verbs", "name_words", "named_clauses",
+           "named_groups", "same_target", "spelled_out", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -36,6 +36,11 @@ at by of and or text email mail message sms write list lists search note notes f
 tasks item items user update change move remove delete start stop run return returns current date time day
 """))
 _NAME_WORD = re.compile(r"[a-z]+")
+GENERIC_NAME_WORDS = frozenset(_NAME_WORD.findall("""
+add get set create make new send list search find update delete remove event events item items task tasks the for
+with info data
+"""))
+"""Words of tool names that say nothing of what a tool is about (its verb, a generic object)."""
 _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s")
 # Chat shorthand for verbs ("fwd the invoice email to Grace"), read as the words they stand for.
 _SHORT = {"fwd": "forward", "fw": "forward", "msg": "message", "sched": "schedule", "rmnd": "remind",

@@ -110,6 +110,9 @@ class AgentSettings:
         ungrounded_optionals: ``"drop"``: leave out an optional argument that is a number or a short text found
             nowhere in the request (``year=2026``, ``price_min=100``: the tool's default is the better value);
             ``"keep"``: pass what the planner wrote.
+        clause_check: for a request of several clauses, plan each clause alone up to its first tool (a short
+            request that shares the plan's prompt) and plan again, with that tool required, when the plan never
+            calls it: a dropped clause (``tinyagent.run._coverage``).
     """
 
     max_replans: int = 2
@@ -135,3 +138,4 @@ class AgentSettings:
     last_plan_repairs: bool = True
     ruled_out_tools: bool = True
     ungrounded_optionals: Literal["drop", "keep"] = "drop"
+    clause_check: bool = True

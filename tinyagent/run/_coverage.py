@@ -1,0 +1,165 @@
+"""Whether the plan serves each clause of a request of several, asked of the planner itself.
+
+Small planners drop a clause of a request of several ("Get directions to the airport and text them to Zoe" planned
+as the text alone; "Check whether I'm free Wednesday 10-11 and invite Grace" as the invitation alone). Which tool a
+clause needs is often said only in other words than the tool's ("directions" for a route, "am I free" for an
+availability check), so no word match finds it (:mod:`~._clauses` catches the clauses whose verb is a word of a tool's
+name). The planner knows the synonyms: asked to plan one clause alone, its first call names the tool that clause
+needs. Each clause gets that one short request (the same prompt, examples and grammar, with the clause as the
+request; its system message is the plan's, so llama.cpp evaluates only the clause, ~20 tokens, and decodes a tool
+name, mostly fast-forwarded by the grammar), and a clause whose first tool the plan never calls is a clause the plan
+dropped: the plan is planned again with that tool required.
+
+Nothing is keyed to a tool's name: the clauses come from the request's words (:func:`~._clauses.clause_spans`), the
+tools from the planner's own choice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+
+from .._plan import JOIN, Call, Plan
+from .._plan_parser import PlanStreamParser
+from .._provenance import leaves
+from .._tools import Tool
+from ..errors import BudgetExceeded, ModelError, PlanError
+from ..models import Completion, Model
+from ._channels import asked_channel
+from ._clauses import GENERIC_NAME_WORDS, clause_spans, name_words
+from ._no_tool import grounded_in, request_text
+from ._plan import call_model, planner_request
+from ._settings import AgentSettings
+from ._state import RunSetup, RunState
+
+__all__ = ["clause_requests", "first_call", "unplanned_clause"]
+
+log = logging.getLogger("tinyagent.run")
+
+_MIN_WORDS = 3
+# Words that open no request for an action: a list's next item ("..., and the statement of work"), a statement
+# ("I'm looking into ...", "It's getting late", "luxury's the name of the game"), a question or a condition
+# ("Would you ...", "While it's a secret file"), or a request for the answer itself ("tell me ...": the joiner's).
+# English words.
+_NOT_ACTIONS = frozenset(re.findall(r"[\w']+", """
+the a an my his her their our your its this that these those it them him me us i i'm i've i'd i'll im ive id it's
+we we're we've you you're he she they there here which who whom whose what when where why how while for if as
+since because so but after afterwards before in on at with from by to of would could can will should may might
+must do does did is are was were am be been has have had tell let under over about into through without during via
+per near like than
+"""))
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_DATE_OR_TIME = re.compile(r"\d{1,4}[-/:]\d{1,2}")
+
+
+def clause_requests(query: str, tools: Mapping[str, Tool]) -> list[str]:
+    """The clauses of ``query`` worth planning alone: none for a request of one clause; else each clause of three
+    words or more that opens with what may be a verb (not one that asks for the answer: "tell me ..."), except
+    those :mod:`~._clauses` and :mod:`~._channels` check (a verb that names an offered tool by its name; texting
+    or e-mailing), and not a list's next item ("..., and the statement of work", "Chloe, Ravi and ...")."""
+    spans = clause_spans(query, tools)
+    if len(spans) < 2:
+        return []
+    out = []
+    for start, _, text, named in spans:
+        words = text.split()
+        first = words[0].lower().replace("\u2019", "'") if words else ""
+        if named or len(words) < _MIN_WORDS or first in _NOT_ACTIONS or first.endswith("'s") or asked_channel(first):
+            continue
+        if start and words[0][:1].isupper() and (not _SENTENCE_END.search(query[:start])
+                                                 or words[1][:1].isupper()):
+            continue  # a name (in a list, or a sentence about someone), not a new request
+        out.append(text)
+    return out
+
+
+async def first_call(setup: RunSetup, state: RunState, model: Model, clause: str) -> Call | None:
+    """The call the planner writes first for ``clause`` alone, when it passes something the clause says and
+    (of its required arguments) mostly what the clause says (None: ``join``, a call on made-up values, or the
+    model failed)."""
+    alone = replace(state, query=clause, replan_note=None, required=(), banned=frozenset(), force_call=False)
+    request = planner_request(alone, setup.settings, setup.router, model, 1, ())
+    request = replace(request, max_tokens=64, stop=("\n",), logprobs=False, prefer=())
+    notes: list[str] = []
+    text = ""
+    try:
+        _, stream = await call_model(setup.router, model, request, "verify", notes)
+        async for item in stream:
+            if isinstance(item, Completion):
+                state.result.usage = state.result.usage + item.usage
+                state.timings["plan"] = state.timings.get("plan", 0.0) + item.elapsed_s
+                text = item.text or text
+            else:
+                text += item
+    except (ModelError, BudgetExceeded) as exc:
+        log.info("clause check skipped: %s", exc)
+        return None
+    try:
+        calls = PlanStreamParser(state.offer.tools).feed(text.strip() + "\n")
+    except PlanError:
+        return None
+    if not calls or calls[0].name == JOIN:
+        return None
+    call, said = calls[0], request_text(request, clause)
+    required = set(state.offer.tools[call.name].parameters.get("required") or ())
+    grounded = [grounded_in(v, said) for name, value in call.args.items() for v in leaves(value)
+                if name in required or not required]
+    if not any(grounded_in(v, said) for v in leaves(call.args)) or sum(grounded) * 2 < len(grounded):
+        return None  # (a call on nothing the clause says: a clock, today's agenda for "find the itinerary")
+    return call
+
+
+async def unplanned_clause(setup: RunSetup, state: RunState, model: Model, plan: Plan,
+                           settings: AgentSettings) -> tuple[str, frozenset[str]] | None:
+    """The note for planning again, and the tool the next plan must call, when a clause of the request, planned
+    alone, starts with a tool the plan never calls and no call of the plan acts on what that call names
+    (:func:`_served`); None otherwise (and for a plan with no call: that is the no-tool decision's)."""
+    if not settings.clause_check or not plan.calls:
+        return None
+    called = {c.name for c in plan.calls}
+    for clause in clause_requests(state.query, state.usable_tools):
+        call = await first_call(setup, state, model, clause)
+        if call is not None and call.name not in called and call.name in state.usable_tools \
+                and not _served(call, plan) and not _feeds(call.name, called, state.offer.tools):
+            return (f"the request also asks to {clause!r}, and no step does; {call.name} does that",
+                    frozenset({call.name}))
+    return None
+
+
+def _served(call: Call, plan: Plan) -> bool:
+    """Whether a call of the plan acts on what ``call`` (the clause's own first call) names, by another tool: a
+    short text value of one holds the other's ("put oat milk on my Groceries list" planned alone as a new note
+    titled "Groceries", in the plan as a reminder on the "Groceries" list). Dates, times and numbers do not count
+    (an availability check and the event it checks for share the time), nor a long text that mentions it (a
+    message that says "the airport" is no route to it)."""
+    names = [v.strip().lower() for v in leaves(call.args)
+             if isinstance(v, str) and len(v.strip()) >= 3 and not _DATE_OR_TIME.search(v)]
+    for other in plan.calls:
+        for value in leaves(other.args):
+            if not isinstance(value, str):
+                continue
+            text = value.strip().lower()
+            if any(name == text or (name in text and len(text.split()) <= len(name.split()) + 2)
+                   or (len(text) >= 3 and text in name) for name in names):
+                return True
+    return False
+
+
+def _feeds(name: str, called: set[str], tools: Mapping[str, Tool]) -> bool:
+    """Whether the tool ``name`` finds what a called tool takes: a word of its name (not a verb every tool name
+    uses) is in a called tool's parameters and not in that tool's own name (``get_zipcode_based_on_city`` for
+    ``estimate_distance(cityA: "The zipcode of ...")``, a phone lookup for ``sms_send(phone_numbers)``). Asked
+    alone, a clause starts with such a lookup where the plan has the value already (the request gives it)."""
+    mine = {w for w in name_words(name) if len(w) >= 4 and w not in GENERIC_NAME_WORDS}
+    for other in called:
+        tool = tools.get(other)
+        if tool is None:
+            continue
+        props = tool.parameters.get("properties", {}) or {}
+        text = " ".join([*props, *(str(p.get("description", "")) for p in props.values() if isinstance(p, Mapping))])
+        words = set(name_words(text))
+        if (mine & words) - set(name_words(other)):
+            return True
+    return False

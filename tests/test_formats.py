@@ -124,3 +124,25 @@ def test_written_identifiers_keep_the_request_s_spelling_and_skip_dates() -> Non
         "email": ["bob@x.io"], "phone": ["+1 (415) 555 2671"]}
     assert written_identifiers("call 5550142 at 10:30 on 2026-12-03")["phone"] == ["5550142"]
     assert written_identifiers("Buy 3 items for 25 dollars") == {"email": [], "phone": []}
+
+
+def test_recipients_of_no_stated_kind_take_the_kind_the_tool_names() -> None:
+    from tinyagent import Tool
+    from tinyagent._formats import identifier_kind
+
+    addresses = {"type": "array", "items": {"type": "string"}, "description": "Addresses for the To line."}
+    mail = Tool.from_openai({"name": "mail.send", "description": "Sends a message. Recipients must be real e-mail "
+                             "addresses.", "parameters": {"type": "object", "properties": {
+                                 "to": addresses, "attach": {"type": "array", "items": {"type": "string"},
+                                                             "description": "Paths of files to attach."},
+                                 "who": {"type": "string", "description": "Names of the recipients."}}}})
+    props = mail.parameters["properties"]
+    assert identifier_kind(props["to"]) == "email"
+    assert identifier_kind(props["attach"]) is None and identifier_kind(props["who"]) is None  # paths; names
+    sms = Tool.from_openai({"name": "sendText", "description": "Send an SMS.", "parameters": {
+        "type": "object", "properties": {"to": {"type": "string", "description": "Recipient."}}}})
+    assert identifier_kind(sms.parameters["properties"]["to"]) == "phone"
+    # a tool that speaks of both kinds (or neither) says nothing about which one a generic field holds
+    both = Tool.from_openai({"name": "notify", "description": "Sends an e-mail or an SMS.", "parameters": {
+        "type": "object", "properties": {"to": addresses}}})
+    assert identifier_kind(both.parameters["properties"]["to"]) is None

@@ -26,7 +26,7 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["date_patterns", "identifier_kind", "string_shapes", "written_identifiers"]
+__all__ = ["date_patterns", "identifier_kind", "string_shapes", "with_identifier_formats", "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
@@ -61,6 +61,8 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
         shapes.append(_ISO_DATE)
     elif fmt in ("email", "idn-email"):
         shapes.append(_EMAIL)
+    elif fmt in ("phone", "tel"):
+        shapes.append(_PHONE)
     covered = []
     for match in _QUOTED.finditer(text):
         quoted = next(g for g in match.groups() if g is not None)
@@ -111,6 +113,43 @@ def identifier_kind(schema: Mapping[str, Any]) -> str | None:
         return None
     shapes = string_shapes(schema)
     return "email" if _EMAIL in shapes else "phone" if _PHONE in shapes else None
+
+
+_TARGET_WORDS = re.compile(r"\b(?:address(?:es)?|recipients?)\b", re.IGNORECASE)
+_TARGET_NAMES = frozenset({"to", "cc", "bcc", "recipient", "recipients"})
+_MAIL_CONTEXT = re.compile(r"e-?mail|\bmail(?:box)?\b|\binbox\b", re.IGNORECASE)
+_PHONE_CONTEXT = re.compile(r"\b(?:sms|text messages?|phone|mobile)\b", re.IGNORECASE)
+
+
+def with_identifier_formats(parameters: Mapping[str, Any], description: str, name: str = "") -> dict[str, Any]:
+    """``parameters`` with ``format`` (``"email"`` or ``"phone"``) added to each parameter that holds recipients
+    of no stated kind, where the tool's name and description speak of one kind only.
+
+    Vendors often say the kind once, for the tool ("Recipients must be real e-mail addresses"), and leave the
+    parameter generic (``to: "Addresses for the To line."``, ``cc: "Addresses to copy."``). A parameter counts when
+    it is a list of strings or is named like a recipient field (to, cc, bcc, recipients) and its own text speaks of
+    addresses or recipients, not of names; one with a kind already is left as it is.
+    """
+    context = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", f"{name} {description}").replace(".", " ").replace("_", " ")
+    mail, phone = bool(_MAIL_CONTEXT.search(context)), bool(_PHONE_CONTEXT.search(context))
+    props = parameters.get("properties")
+    if mail == phone or not isinstance(props, Mapping):
+        return dict(parameters)
+    fmt = "email" if mail else "phone"
+    out = {}
+    for pname, schema in props.items():
+        out[pname] = schema
+        if not isinstance(schema, Mapping) or identifier_kind(schema) is not None:
+            continue
+        items = schema.get("items") if schema.get("type") == "array" else None
+        listed = isinstance(items, Mapping) and items.get("type") == "string"
+        if not listed and (schema.get("type") != "string" or pname.lower() not in _TARGET_NAMES):
+            continue
+        text = f"{pname} {schema.get('description', '')} {items.get('description', '') if listed else ''}"
+        if _NAME_WORDS.search(text) or not (_TARGET_WORDS.search(text) or pname.lower() in _TARGET_NAMES):
+            continue
+        out[pname] = {**schema, "items": {**items, "format": fmt}} if listed else {**schema, "format": fmt}
+    return {**parameters, "properties": out}
 
 
 _PHONE_LIKE = re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{3,}\d(?![\w])")

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar, overload
 import docstring_parser
 import pydantic
 
+from ._formats import with_identifier_formats
 from ._schema import SchemaValidationError, normalize_schema, validate_value
 from .errors import (
     ConfirmationDenied,
@@ -267,10 +268,12 @@ class Tool:
             raise ToolDefinitionError(f"not an OpenAI tool spec (no function name): {spec!r:.200}")
         name = str(inner["name"])
         _check_name(name)
+        description = str(inner.get("description", "") or "")
         return cls(
             name=name,
-            description=str(inner.get("description", "") or ""),
-            parameters=normalize_schema(inner.get("parameters")),
+            description=description,
+            # (recipients of the kind the tool's description names: tinyagent._formats.with_identifier_formats)
+            parameters=with_identifier_formats(normalize_schema(inner.get("parameters")), description, name),
             function=function,
         )
 

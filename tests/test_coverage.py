@@ -118,3 +118,29 @@ def test_a_lookup_that_finds_what_a_called_tool_takes_is_no_dropped_clause() -> 
     assert _feeds("get_zipcode_based_on_city", {"estimate_distance"}, tools)
     assert not _feeds("wayfinder", {"estimate_distance"}, tools)
     assert not _feeds("estimate_distance", {"get_zipcode_based_on_city"}, tools)
+
+
+def test_a_plan_with_no_call_is_planned_again_when_two_clauses_alone_start_with_two_tools() -> None:
+    tools = ToolRegistry.from_openai([
+        openai_fn("link_new", "Creates a video-meeting link.", {"topic": TEXT}, ["topic"]),
+        openai_fn("event_new", "Adds a calendar event.", {"title": TEXT, "start": TEXT}, ["title", "start"]),
+    ])
+    request = "Get me a video link for the design critique and put it on my calendar Wednesday at 2pm"
+    clause_calls = {"Get me a video link for the design critique": '1. link_new(topic="design critique")\n',
+                    "put it on my calendar Wednesday at 2pm":
+                        '1. event_new(title="Design critique", start="2026-12-02 14:00")\n'}
+    plans = ["1. join()\n<END_OF_PLAN>", '1. link_new(topic="design critique")\n2. event_new(title="Design critique", '
+             'start="2026-12-02 14:00")\n3. join()\n<END_OF_PLAN>']
+
+    def reply(request_: ModelRequest) -> str:
+        said = _request_of(request_)
+        return clause_calls[said] if said in clause_calls else plans.pop(0) if len(plans) > 1 else plans[0]
+
+    result = Agent(tools=tools, model=ScriptedModel(reply)).plan_sync(request, today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["link_new", "event_new"]
+    # one clause alone is not enough to overturn "no tool"
+    lone = ScriptedModel(lambda r: '1. link_new(topic="design critique")\n'
+                         if _request_of(r) == "Get me a video link for the design critique"
+                         else "1. join()\n<END_OF_PLAN>")
+    assert Agent(tools=tools, model=lone).plan_sync(
+        "Get me a video link for the design critique and tell me a joke about it", today=TODAY).plan.calls == ()

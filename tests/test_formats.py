@@ -146,3 +146,15 @@ def test_recipients_of_no_stated_kind_take_the_kind_the_tool_names() -> None:
     both = Tool.from_openai({"name": "notify", "description": "Sends an e-mail or an SMS.", "parameters": {
         "type": "object", "properties": {"to": addresses}}})
     assert identifier_kind(both.parameters["properties"]["to"]) is None
+
+
+@pytest.mark.parametrize(("description", "kind"), [
+    ("Address Book: search the user's contacts by name and return the best match's e-mail address.", "email"),
+    ("Address Book: returns the mobile number of a contact.", "phone"),
+    ("Retrieves a person's e-mail address and phone number.", None),  # both: says nothing about which
+    ("Creates a mobile app alert config.", None),
+])
+def test_the_kind_a_lookups_description_speaks_of(description: str, kind: str | None) -> None:
+    from tinyagent._formats import described_kind
+
+    assert described_kind(description) == kind

@@ -391,3 +391,22 @@ def test_grounding_note() -> None:
 @pytest.mark.parametrize("request_", ["", "hello there", "send 3 emails"])
 def test_grounding_note_empty(request_: str) -> None:
     assert grounding_note(ground(request_, TUE)) == ""
+
+
+@pytest.mark.parametrize(("request_text", "want"), [
+    ("Team lunch is on the 22nd at 12:30", "2026-12-22T12:30"),  # a day of this month
+    ("Dinner on the 3rd", "2027-01-03"),  # passed this month: the next month's
+    ("Book club Thursday from 7 to 9pm", "2026-12-17T19:00"),  # the start takes the end's half of the day
+    ("Put it on my calendar Wednesday, 2 to 3pm", "2026-12-16T14:00"),
+    ("Are we free Monday 9 to 11am", "2026-12-21T09:00"),
+])
+def test_days_of_the_month_and_time_ranges(request_text: str, want: str) -> None:
+    from tinyagent._grounding import ground
+
+    assert want in [v.value for v in ground(request_text, dt.date(2026, 12, 14))]
+
+
+def test_an_ordinal_that_is_no_date() -> None:
+    from tinyagent._grounding import ground
+
+    assert ground("the files on the 2nd floor", dt.date(2026, 12, 14)) == []

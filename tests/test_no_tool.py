@@ -426,3 +426,20 @@ def test_a_refused_free_second_choice_is_planned_once_more_with_the_named_tools_
     assert [c.name for c in result.plan.calls] == ["video_room", "calendar_entry_add"]
     planned = [r for r in model.requests if r.grammar]
     assert len(planned) == 3 and planned[2].grammar != planned[1].grammar  # the third requires the room tool
+
+
+def test_a_plan_of_lookups_of_what_the_request_never_speaks_of_fits_no_tool() -> None:
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent._plan import Call
+    from tinyagent.run._no_tool import lookups_for_nothing
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("abook.findEmail", "Search the contacts by name and return the e-mail address.", {"who": TEXT},
+                  ["who"]),
+        openai_fn("geo.showPlace", "Shows a place on the map.", {"q": TEXT}, ["q"])])
+    apple = [Call(1, "abook.findEmail", {"who": "Apple"})]
+    assert lookups_for_nothing(apple, "quick one, what's Apple's share price right now?", tools)
+    assert not lookups_for_nothing(apple, "What's Apple's email address?", tools)  # asked for
+    assert not lookups_for_nothing([Call(1, "geo.showPlace", {"q": "Lisbon"})], "Weather in Lisbon?", tools)

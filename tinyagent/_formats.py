@@ -26,7 +26,8 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["date_patterns", "identifier_kind", "string_shapes", "with_identifier_formats", "written_identifiers"]
+__all__ = ["date_patterns", "described_kind", "identifier_kind", "string_shapes", "with_identifier_formats",
+           "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
@@ -150,6 +151,19 @@ def with_identifier_formats(parameters: Mapping[str, Any], description: str, nam
             continue
         out[pname] = {**schema, "items": {**items, "format": fmt}} if listed else {**schema, "format": fmt}
     return {**parameters, "properties": out}
+
+
+_FINDS_EMAIL = re.compile(r"\be-?mail(?:\s+|-)?(?:address(?:es)?|ids?)\b", re.IGNORECASE)
+_FINDS_PHONE = re.compile(r"\b(?:phone|mobile|cell|telephone)(?:\s+|-)?numbers?\b", re.IGNORECASE)
+
+
+def described_kind(text: str) -> str | None:
+    """The one identifier kind a tool's description speaks of (``"email"``: "returns the best match's e-mail
+    address"; ``"phone"``: "returns the mobile number of a contact"); None for both or neither. Unlike a
+    parameter's (:func:`identifier_kind`), a lookup's description names the person it is given ("search the
+    contacts by name"), so names do not rule a kind out here."""
+    mail, phone = bool(_FINDS_EMAIL.search(text)), bool(_FINDS_PHONE.search(text))
+    return None if mail == phone else "email" if mail else "phone"
 
 
 _PHONE_LIKE = re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{3,}\d(?![\w])")

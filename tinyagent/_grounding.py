@@ -236,6 +236,17 @@ def _month_day(m: re.Match[str], today: dt.date) -> dt.date | None:
         return None
 
 
+def _day_of_month(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """ "the 22nd": that day of this month, or of the next month that has it once it has passed."""
+    day = int(m.group("d"))
+    year, month = today.year, today.month
+    for _ in range(13):
+        if _valid(year, month, day) and dt.date(year, month, day) >= today:
+            return dt.date(year, month, day)
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
+
+
 def _valid(year: int, month: int, day: int) -> bool:
     return 1 <= day <= calendar.monthrange(year, month)[1]
 
@@ -295,6 +306,8 @@ _DATE_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], dt.date], dt.
         (rf"\b(?P<mod>on|this|next|last|by|until)\s+(?P<wd>{_WD_ANY})\b\.?", _weekday),
         (rf"\b(?:on\s+)?(?P<mon>{_MON})\.?\s+(?:the\s+)?{_DAY}\b{_YEAR}", _month_day),
         (rf"\b(?:on\s+)?(?:the\s+)?{_DAY}(?:\s+of)?\s+(?P<mon>{_MON})\b\.?{_YEAR}", _month_day),
+        (r"\b(?:on\s+)?the\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)\b(?=\s*(?:$|[,.;!?)]|(?:at|of|in|by|for|from|to|and|"
+         r"or|until|till|before|after|@)\b))", _day_of_month),  # (not "the 2nd floor")
         (r"(?<![\d/.-])(?P<y>\d{4})([-/.])(?P<m>\d{1,2})\2(?P<d>\d{1,2})(?![\d/.-]*\d)", _iso),
         (rf"\bin\s+{_NUM}\s+(?P<unit>day|week|fortnight|month|year)s?\b(?P<ago>)", _offset),
         (rf"\b{_NUM}\s+(?P<unit>day|week|month|year)s?\s+(?:from\s+(?:now|today)|later|(?P<ago>ago))\b", _offset),
@@ -324,6 +337,7 @@ def _time_candidates(norm: str) -> list[_Cand]:
         h = int(m.group("h") or m.group("h2"))
         if 0 <= h <= 12:
             cands.append(_Cand(m.start(), m.end(), "time", hour=h))
+    _ranges(cands, norm)
     for m in re.finditer(r"\b(?:at\s+)?(?P<w>noon|midday|midnight)\b", norm):
         cands.append(_Cand(m.start(), m.end(), "time", time=dt.time(0 if m.group("w") == "midnight" else 12)))
     for m in re.finditer(r"\b(?:(?P<this>this|in\s+the|at)\s+)?(?P<p>morning|afternoon|evening|night|tonight)\b",
@@ -333,6 +347,28 @@ def _time_candidates(norm: str) -> list[_Cand]:
         cands.append(_Cand(m.start(), m.end(), "period", time=dt.time(hour), pm_bias=pm,
                            date=dt.date.min if today_implied else None))
     return cands
+
+
+_RANGE = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>[0-5]\d))?\s*(?:-|\u2013|to|until|till)\s*(?P<h2>\d{1,2})(?::[0-5]\d)?"
+                    r"\s*(?P<ap>[ap])\.?m\b")
+
+
+def _ranges(cands: list[_Cand], norm: str) -> None:
+    """A range's start without its half of the day takes the end's ("from 7 to 9pm": 19:00, "9 to 11am": 9:00),
+    unless it comes later on the clock ("11 to 1pm": 11:00)."""
+    for m in _RANGE.finditer(norm):
+        h, h2, pm = int(m.group("h")), int(m.group("h2")), m.group("ap") == "p"
+        if not (1 <= h <= 12 and 1 <= h2 <= 12):
+            continue
+        hour = h % 12 + (12 if pm and h % 12 <= h2 % 12 else 0)
+        start = _Cand(m.start("h"), m.end("m") if m.group("m") else m.end("h"), "time",
+                      time=dt.time(hour, int(m.group("m") or 0)))
+        covering = [i for i, c in enumerate(cands) if c.slot == "time" and c.start <= start.start < c.end]
+        for i in covering:  # "from 7": the same words, now with their half of the day
+            if cands[i].hour is not None and cands[i].end <= start.end + 1:
+                cands[i] = _Cand(cands[i].start, cands[i].end, "time", time=start.time)
+        if not covering:  # "Wednesday, 2 to 3pm": the bare start is a time too
+            cands.append(start)
 
 
 def _clock_candidates(norm: str, today: dt.date, now: dt.time | None) -> list[_Cand]:

@@ -102,7 +102,8 @@ async def first_call(setup: RunSetup, state: RunState, model: Model, clause: str
         return None
     if not calls or calls[0].name == JOIN:
         return None
-    call, said = calls[0], request_text(request, clause)
+    # (what the clause refers back to, "show me where that is", is in the request's other words)
+    call, said = calls[0], f"{request_text(request, clause)} {state.query}"
     required = set(state.offer.tools[call.name].parameters.get("required") or ())
     grounded = [grounded_in(v, said) for name, value in call.args.items() for v in leaves(value)
                 if name in required or not required]
@@ -115,16 +116,24 @@ async def unplanned_clause(setup: RunSetup, state: RunState, model: Model, plan:
                            settings: AgentSettings) -> tuple[str, frozenset[str]] | None:
     """The note for planning again, and the tool the next plan must call, when a clause of the request, planned
     alone, starts with a tool the plan never calls and no call of the plan acts on what that call names
-    (:func:`_served`); None otherwise (and for a plan with no call: that is the no-tool decision's)."""
-    if not settings.clause_check or not plan.calls:
+    (:func:`_served`); None otherwise. A plan with no call is the no-tool decision's, unless two clauses, each
+    planned alone, start with two different tools ("Get me a video link ... and put it on my calendar ...")."""
+    if not settings.clause_check:
         return None
     called = {c.name for c in plan.calls}
+    found: dict[str, str] = {}
     for clause in clause_requests(state.query, state.usable_tools):
         call = await first_call(setup, state, model, clause)
-        if call is not None and call.name not in called and call.name in state.usable_tools \
-                and not _served(call, plan) and not _feeds(call.name, called, state.offer.tools):
+        if call is None or call.name in called or call.name not in state.usable_tools or _served(call, plan) \
+                or _feeds(call.name, called, state.offer.tools):
+            continue
+        if plan.calls:
             return (f"the request also asks to {clause!r}, and no step does; {call.name} does that",
                     frozenset({call.name}))
+        found.setdefault(call.name, clause)
+        if len(found) == 2:
+            asks = "; ".join(f"{clause!r} ({name} does that)" for name, clause in found.items())
+            return f"the request asks for actions and the plan has none: {asks}", frozenset({next(iter(found))})
     return None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._formats import identifier_kind
+from .._formats import described_kind, identifier_kind
 from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
@@ -28,7 +28,8 @@ def finds_kind(tool: Tool | None) -> str | None:
     """The identifier kind a tool finds, by its description and what it returns (a contact lookup: ``"email"``)."""
     if tool is None:
         return None
-    return identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"})
+    return (identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"})
+            or described_kind(f"{tool.description} {tool.returns or ''}"))
 
 
 def lookup_kind(tool: Tool | None) -> str | None:

@@ -42,12 +42,13 @@ from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
 from ._clauses import named_groups
+from ._lookups import lookup_kind
 from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
 __all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
            "SECOND_CHOICE_FLOOR", "join_probability", "second_choice_settings",
-           "grounded_in", "plan_features", "request_text", "verify_feature", "verify_request"]
+           "grounded_in", "lookups_for_nothing", "plan_features", "request_text", "verify_feature", "verify_request"]
 
 VERIFY_QUESTION = (
     "Check the plan before it runs. Does the tool you called really do what the request asks (not just something "
@@ -262,6 +263,10 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
     """
     if settings.no_tool_check == "off" or not calls:
         return None
+    if settings.no_tool_check == "auto" and lookups_for_nothing(calls, query, tools):
+        notes.append(f"plan: no tool fits the request (only {', '.join(c.name for c in calls)}, which look up "
+                     "what the request never speaks of); dropped them")
+        return NoToolCheck(probability=1.0, refused=True)
     if first_call_is_clear(calls[0], planner, query, tools, settings):
         return NoToolCheck(probability=0.0)
     called = {c.name for c in calls}
@@ -284,6 +289,19 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
         notes.append(f"plan: no tool fits the request (P(no tool) {probability:.2f} >= {floor}); "
                      f"dropped {', '.join(c.name for c in calls)}")
     return NoToolCheck(features, round(probability, 4), refused, asked, time.perf_counter() - started)
+
+
+_SPEAKS_OF = {"email": re.compile(r"e-?mail|\baddress|\bcontact|\breach\b", re.IGNORECASE),
+              "phone": re.compile(r"\bphone|\bnumber|\bmobile|\bcell\b|\bcontact|\breach\b|\bcall\b|\btext|\bsms\b",
+                                  re.IGNORECASE)}
+
+
+def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, Tool]) -> bool:
+    """Whether the plan only looks up identifiers (e-mail addresses, phone numbers: tools that find one and take
+    none, read from the registry) of a kind the request never speaks of: "What's Apple's share price?" planned as
+    an e-mail lookup of "Apple". Its results go nowhere, and nothing asked for them."""
+    kinds = {lookup_kind(tools.get(c.name)) for c in calls}
+    return bool(calls) and None not in kinds and not any(_SPEAKS_OF[k].search(query) for k in kinds if k)
 
 
 async def _ask(router: RoutingHook, model: Model, request: ModelRequest, notes: list[str]) -> float | None:

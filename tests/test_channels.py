@@ -218,3 +218,20 @@ def test_a_second_message_that_says_what_the_other_channel_is_asked_for_goes() -
     other = Plan(calls=(*plan.calls[:2], Call(3, "post", {"to": ["ann@x.io"], "body": "deck"}), *plan.calls[3:]))
     assert echoed_messages(other.calls, _tools(), request) == set()
     assert echoed_messages(plan.calls, _tools(), "Email Victor that the review moved, and the deck") == set()
+
+
+def test_let_someone_know_by_a_channel_is_a_request_to_send() -> None:
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent._plan import Call
+    from tinyagent.run._channels import unserved_channel
+
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Recipient phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("phone.sendText", "Send an SMS.", {"numbers": numbers, "msg": TEXT}, ["numbers", "msg"]),
+        openai_fn("remind.set", "Schedules a reminder.", {"what": TEXT}, ["what"])])
+    reminded = [Call(1, "remind.set", {"what": "Practice is cancelled tonight"})]
+    unserved = unserved_channel("Practice is cancelled tonight. Let Dariusz know by text.", tools, reminded)
+    assert unserved is not None and "phone.sendText" in unserved
+    assert unserved_channel("Remind me to let Dariusz know", tools, reminded) is None  # no channel asked

@@ -443,3 +443,30 @@ def test_a_plan_of_lookups_of_what_the_request_never_speaks_of_fits_no_tool() ->
     assert lookups_for_nothing(apple, "quick one, what's Apple's share price right now?", tools)
     assert not lookups_for_nothing(apple, "What's Apple's email address?", tools)  # asked for
     assert not lookups_for_nothing([Call(1, "geo.showPlace", {"q": "Lisbon"})], "Weather in Lisbon?", tools)
+
+
+def test_a_plan_of_two_tools_for_two_asked_actions_is_not_refused() -> None:
+    import asyncio
+
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import AgentSettings, ToolRegistry
+    from tinyagent._plan import Call
+    from tinyagent._routing_base import LocalOnly
+    from tinyagent.models import Completion, ModelRequest, ScriptedModel
+    from tinyagent.run._no_tool import check_no_tool
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("slot_check", "Checks a proposed slot.", {"start": TEXT}, ["start"]),
+        openai_fn("task_add", "Adds a to-do item.", {"title": TEXT}, ["title"])])
+    calls = [Call(1, "slot_check", {"start": "2026-12-09 10:00"}), Call(2, "task_add", {"title": "Planning sync"})]
+    model = ScriptedModel()
+    request = ModelRequest(messages=[{"role": "user", "content": "x"}])
+
+    def decide(query: str) -> object:
+        return asyncio.run(check_no_tool(LocalOnly(model), model, request, Completion(text="", model="m"), calls,
+                                         query, {k: tools[k] for k in tools}, AgentSettings(), 0.001, []))
+    kept = decide("Check whether I'm free Wednesday from 10 to 11am and invite Grace to a planning sync then")
+    assert kept is not None and not kept.refused and kept.probability == 0.0
+    asked = decide("Could you check the slot and add a task about the weather?")  # a question: the model decides
+    assert asked is not None and asked.probability > 0.0

@@ -488,3 +488,21 @@ def test_a_read_that_another_read_of_the_same_thing_narrows_goes() -> None:
     assert tidy_plan(plan, tools, asked)[0] == plan
     other = Plan(calls=(Call(1, "cat", {"file_name": "a.txt"}), Call(2, "tail", {"file_name": "b.txt"})))
     assert tidy_plan(other, tools, "What do a.txt and the end of b.txt say?")[0] == other  # other files
+
+
+def test_a_reference_that_finds_no_number_gives_way_to_the_number_the_request_writes() -> None:
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent._plan import Call, Plan, Ref
+    from tinyagent.run._wiring import wire_results
+
+    numbers = {"type": "array", "items": {"type": "string"}, "description": "Recipient phone numbers."}
+    tools = ToolRegistry.from_openai([
+        openai_fn("geo.showPlace", "Shows a place on the map. Returns a link.", {"q": TEXT}, ["q"]),
+        openai_fn("phone.sendText", "Send an SMS.", {"numbers": numbers, "msg": TEXT}, ["numbers", "msg"])])
+    request = "Show me Kessler Stadium on the map and text it to +1 312 555 0144."
+    plan = Plan(calls=(Call(1, "geo.showPlace", {"q": "Kessler Stadium"}),
+                       Call(2, "phone.sendText", {"numbers": [Ref(1)], "msg": "Here it is"})))
+    wired, notes = wire_results(plan, {k: tools[k] for k in tools}, request, request)
+    assert wired.calls[1].args["numbers"] == ["+1 312 555 0144"] and notes

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["GENERIC_NAME_WORDS", "clause_heads", "clause_spans", "clause_verbs", "name_words", "named_clauses",
-           "named_groups", "same_target", "spelled_out", "unserved_clause", "verb_tools"]
+__all__ = ["GENERIC_NAME_WORDS", "action_clauses", "clause_heads", "clause_spans", "clause_verbs", "name_words",
+           "named_clauses", "named_groups", "same_target", "spelled_out", "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -89,6 +89,39 @@ def clause_spans(request: str, tools: Mapping[str, Tool]) -> list[tuple[int, int
         _, named = _clause_tools(*_head(match), tools)
         end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
         out.append((match.start(1), end, request[match.start(1):end].strip(" ,;.!?"), named))
+    return out
+
+
+_MIN_WORDS = 3
+# Words that open no request for an action: a list's next item ("..., and the statement of work"), a statement
+# ("I'm looking into ...", "It's getting late", "luxury's the name of the game"), a question or a condition
+# ("Would you ...", "While it's a secret file"), or a request for the answer itself ("tell me ...": the joiner's).
+# English words.
+_NOT_ACTIONS = frozenset(re.findall(r"[\w']+", """
+the a an my his her their our your its this that these those it them him me us i i'm i've i'd i'll im ive id it's
+we we're we've you you're he she they there here which who whom whose what when where why how while for if as
+since because so but after afterwards before in on at with from by to of would could can will should may might
+must do does did is are was were am be been has have had tell let under over about into through without during via
+per near like than
+"""))
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+
+
+def action_clauses(query: str, tools: Mapping[str, Tool]) -> list[tuple[str, frozenset[str]]]:
+    """The request's clauses that ask for an action, each with the offered tools its verb names
+    (:func:`clause_spans`): of three words or more, opening with what may be a verb, not a list's next item ("...,
+    and the statement of work"), a statement ("I'm looking into ..."), a question ("Would you ..."), a request for
+    the answer ("tell me ...") or a sentence about someone ("Alex Johnson will be ...")."""
+    out = []
+    for start, _, text, named in clause_spans(query, tools):
+        words = text.split()
+        first = words[0].lower().replace("\u2019", "'") if words else ""
+        if len(words) < _MIN_WORDS or first in _NOT_ACTIONS or first.endswith("'s"):
+            continue
+        if start and words[0][:1].isupper() and (not _SENTENCE_END.search(query[:start])
+                                                 or words[1][:1].isupper()):
+            continue  # a name (in a list, or a sentence about someone), not a new request
+        out.append((text, named))
     return out
 
 

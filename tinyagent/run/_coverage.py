@@ -28,7 +28,7 @@ from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError, PlanError
 from ..models import Completion, Model
 from ._channels import asked_channel
-from ._clauses import GENERIC_NAME_WORDS, clause_spans, name_words
+from ._clauses import GENERIC_NAME_WORDS, action_clauses, clause_spans, name_words
 from ._no_tool import grounded_in, request_text
 from ._plan import call_model, planner_request
 from ._settings import AgentSettings
@@ -38,41 +38,16 @@ __all__ = ["clause_requests", "first_call", "unplanned_clause"]
 
 log = logging.getLogger("tinyagent.run")
 
-_MIN_WORDS = 3
-# Words that open no request for an action: a list's next item ("..., and the statement of work"), a statement
-# ("I'm looking into ...", "It's getting late", "luxury's the name of the game"), a question or a condition
-# ("Would you ...", "While it's a secret file"), or a request for the answer itself ("tell me ...": the joiner's).
-# English words.
-_NOT_ACTIONS = frozenset(re.findall(r"[\w']+", """
-the a an my his her their our your its this that these those it them him me us i i'm i've i'd i'll im ive id it's
-we we're we've you you're he she they there here which who whom whose what when where why how while for if as
-since because so but after afterwards before in on at with from by to of would could can will should may might
-must do does did is are was were am be been has have had tell let under over about into through without during via
-per near like than
-"""))
-_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 _DATE_OR_TIME = re.compile(r"\d{1,4}[-/:]\d{1,2}")
 
 
 def clause_requests(query: str, tools: Mapping[str, Tool]) -> list[str]:
-    """The clauses of ``query`` worth planning alone: none for a request of one clause; else each clause of three
-    words or more that opens with what may be a verb (not one that asks for the answer: "tell me ..."), except
-    those :mod:`~._clauses` and :mod:`~._channels` check (a verb that names an offered tool by its name; texting
-    or e-mailing), and not a list's next item ("..., and the statement of work", "Chloe, Ravi and ...")."""
-    spans = clause_spans(query, tools)
-    if len(spans) < 2:
+    """The clauses of ``query`` worth planning alone: none for a request of one clause; else each action clause
+    (:func:`~._clauses.action_clauses`) except those :mod:`~._clauses` and :mod:`~._channels` check (a verb that
+    names an offered tool by its name; texting or e-mailing)."""
+    if len(clause_spans(query, tools)) < 2:
         return []
-    out = []
-    for start, _, text, named in spans:
-        words = text.split()
-        first = words[0].lower().replace("\u2019", "'") if words else ""
-        if named or len(words) < _MIN_WORDS or first in _NOT_ACTIONS or first.endswith("'s") or asked_channel(first):
-            continue
-        if start and words[0][:1].isupper() and (not _SENTENCE_END.search(query[:start])
-                                                 or words[1][:1].isupper()):
-            continue  # a name (in a list, or a sentence about someone), not a new request
-        out.append(text)
-    return out
+    return [text for text, named in action_clauses(query, tools) if not named and not asked_channel(text.split()[0])]
 
 
 async def first_call(setup: RunSetup, state: RunState, model: Model, clause: str) -> Call | None:

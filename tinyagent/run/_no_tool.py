@@ -41,7 +41,8 @@ from .._routing_base import RoutingHook
 from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
-from ._clauses import named_groups
+from ._channels import asks_question
+from ._clauses import action_clauses, named_groups
 from ._lookups import lookup_kind
 from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
@@ -272,6 +273,9 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
     called = {c.name for c in calls}
     if settings.no_tool_check == "auto" and sum(bool(g & called) for g in named_groups(query, tools)) >= 2:
         return NoToolCheck(probability=0.0)  # two clauses name tools the plan calls: "..., and remind me ..."
+    if settings.no_tool_check == "auto" and len(called) >= 2 and len(action_clauses(query, tools)) >= 2 \
+            and not asks_question(query):
+        return NoToolCheck(probability=0.0)  # "Check whether I'm free ... and invite Grace ...": two tools, two asks
     started = time.perf_counter()
     features: dict[str, float] = {"p_join": p_join if p_join is not None else 0.0,
                                   **plan_features(request_text(planner, query), calls, tools)}

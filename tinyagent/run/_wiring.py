@@ -26,7 +26,8 @@ descriptions and schemas:
   summary of its result), used nowhere else: that step becomes the source, with the same words.
 * **References of the wrong kind in an identifier list.** Where a parameter takes e-mail addresses or phone numbers
   and some of its references point at steps that find no such identifier, and the plan has exactly as many other
-  lookups of that kind, those lookups take their places.
+  lookups of that kind, those lookups take their places; with no such lookup, the identifiers of that kind the
+  request writes do ("... and text it to +1 312 555 0144" planned with the map's link as the number).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._formats import identifier_kind
+from .._formats import identifier_kind, written_identifiers
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import senders
@@ -91,7 +92,7 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     args = {c.id: dict(c.args) for c in calls}  # what changes, by step
     notes: list[str] = _calls_in_values(calls, args) + _stored_then_sent(calls, args, tools)
     for call in calls:
-        notes += _rewire_identifiers(call, args[call.id], calls, tools)
+        notes += _rewire_identifiers(call, args[call.id], calls, tools, known)
         notes += _split_shared(call, args[call.id], calls, tools, request)
     calls, found = _lookup_for_the_one_name(calls, args, tools, request)
     notes += found
@@ -307,7 +308,8 @@ def _fill_made_up(call: Call, args: dict[int, dict[str, Any]], calls: list[Call]
             f"{', '.join(repr(v) for v in refs)}"]
 
 
-def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], tools: Mapping[str, Tool]) -> list[str]:
+def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], tools: Mapping[str, Tool],
+                        known: str = "") -> list[str]:
     tool = tools.get(call.name)
     if tool is None:
         return []
@@ -322,6 +324,12 @@ def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], too
                  and lookup_kind(tools.get(by_id[v.step].name)) is None]
         spare = [c.id for c in calls if c.id < call.id and Ref(c.id) not in value
                  and lookup_kind(tools.get(c.name)) == kind and _by_name(c)]
+        written = [w for w in written_identifiers(known)[kind] if w not in value]
+        if wrong and not spare and written:  # "text it to +1 312 555 0144" planned with the place's link
+            args[name] = [v for v in value if v not in wrong] + written
+            notes.append(f"plan: step {call.id} passes {', '.join(written)} (the request's) as {name} instead of "
+                         f"{', '.join(str(w) for w in wrong)}, which find none")
+            continue
         if not wrong or len(spare) != len(wrong):
             continue
         swap = dict(zip(wrong, (Ref(s) for s in spare), strict=True))

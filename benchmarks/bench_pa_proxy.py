@@ -24,6 +24,14 @@ instead of the converted test split; ``--limit N`` then takes the first N. Its r
 ``results/<the file's folder name>.json`` (``..._autoex.json``) unless ``--output`` says otherwise, so the test
 split's results are not overwritten.
 
+``--tools T.json --cases FILE`` plans a set written over another registry: ``benchmarks/data/pa_fresh`` holds 16 tools
+of a registry of its own (other names, parameter names and description style: ``abook.findEmail``, ``mail.send(to,
+cc, attach)``, ``remind.set(what, at)``) and 32 requests over it (4 need no tool, 6 one call, 10 two or three, 12
+four to six; 3 with typos), written in session 25 before any run, as a held-out set::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh/tools.json \
+        --cases benchmarks/data/pa_fresh/cases.jsonl --output benchmarks/results/pa_fresh.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

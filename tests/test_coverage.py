@@ -17,6 +17,7 @@ from tinyagent.run._coverage import _feeds, _served, clause_requests
 TODAY = dt.date(2026, 12, 1)
 NUMBERS = {"type": "array", "items": {"type": "string"}, "description": "Destination phone numbers."}
 REQUEST = "Get directions to the airport and text them to Zoe"
+ON = AgentSettings(clause_check=True)
 
 
 def _tools() -> ToolRegistry:
@@ -68,7 +69,7 @@ def test_the_clauses_worth_planning_alone(request_text: str, clauses: list[str])
 
 def test_a_dropped_clause_is_planned_again_with_the_tool_it_starts_with_required() -> None:
     model, asked = _script('1. wayfinder(dest="airport")\n2. join()\n<END_OF_PLAN>')
-    result = Agent(tools=_tools(), model=model).plan_sync(REQUEST, today=TODAY)
+    result = Agent(tools=_tools(), model=model, settings=ON).plan_sync(REQUEST, today=TODAY)
     assert asked == ["Get directions to the airport"]
     assert [c.name for c in result.plan.calls] == ["wayfinder", "phonebook", "sms"]
     again = model.requests[-1]
@@ -86,15 +87,15 @@ def test_a_dropped_clause_is_planned_again_with_the_tool_it_starts_with_required
 def test_no_replan_when_the_clause_alone_starts_with_a_made_up_call_none_or_a_planned_tool(
         clause_reply: str) -> None:
     model, asked = _script(clause_reply)
-    result = Agent(tools=_tools(), model=model).plan_sync(REQUEST, today=TODAY)
+    result = Agent(tools=_tools(), model=model, settings=ON).plan_sync(REQUEST, today=TODAY)
     assert asked == ["Get directions to the airport"]
     assert [c.name for c in result.plan.calls] == ["phonebook", "sms"]
     assert len(model.requests) == 2
 
 
-def test_off_by_setting() -> None:
+def test_off_by_default() -> None:
     model, asked = _script('1. wayfinder(dest="airport")\n2. join()\n')
-    Agent(tools=_tools(), model=model, settings=AgentSettings(clause_check=False)).plan_sync(REQUEST, today=TODAY)
+    Agent(tools=_tools(), model=model).plan_sync(REQUEST, today=TODAY)
     assert asked == [] and len(model.requests) == 1
 
 
@@ -136,11 +137,11 @@ def test_a_plan_with_no_call_is_planned_again_when_two_clauses_alone_start_with_
         said = _request_of(request_)
         return clause_calls[said] if said in clause_calls else plans.pop(0) if len(plans) > 1 else plans[0]
 
-    result = Agent(tools=tools, model=ScriptedModel(reply)).plan_sync(request, today=TODAY)
+    result = Agent(tools=tools, model=ScriptedModel(reply), settings=ON).plan_sync(request, today=TODAY)
     assert [c.name for c in result.plan.calls] == ["link_new", "event_new"]
     # one clause alone is not enough to overturn "no tool"
     lone = ScriptedModel(lambda r: '1. link_new(topic="design critique")\n'
                          if _request_of(r) == "Get me a video link for the design critique"
                          else "1. join()\n<END_OF_PLAN>")
-    assert Agent(tools=tools, model=lone).plan_sync(
+    assert Agent(tools=tools, model=lone, settings=ON).plan_sync(
         "Get me a video link for the design critique and tell me a joke about it", today=TODAY).plan.calls == ()

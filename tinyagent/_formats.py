@@ -142,8 +142,9 @@ def with_identifier_formats(parameters: Mapping[str, Any], description: str, nam
         out[pname] = schema
         if not isinstance(schema, Mapping) or identifier_kind(schema) is not None:
             continue
-        items = schema.get("items") if schema.get("type") == "array" else None
-        listed = isinstance(items, Mapping) and items.get("type") == "string"
+        raw = schema.get("items") if schema.get("type") == "array" else None
+        items: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        listed = items.get("type") == "string"
         if not listed and (schema.get("type") != "string" or pname.lower() not in _TARGET_NAMES):
             continue
         text = f"{pname} {schema.get('description', '')} {items.get('description', '') if listed else ''}"

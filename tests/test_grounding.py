@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from tinyagent._grounding import GroundedValue, format_for_schema, ground, grounding_note, values_for_parameter
+from tinyagent._grounded_formats import format_for_schema, grounding_note, values_for_parameter
+from tinyagent._grounding import GroundedValue, ground
 
 TUE = dt.date(2026, 12, 1)  # a Tuesday
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

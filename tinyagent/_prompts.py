@@ -12,7 +12,8 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._grounding import ground, values_for_parameter
+from ._grounded_formats import values_for_parameter
+from ._grounding import ground
 from ._plan import Example, Plan
 from ._tools import Tool
 

@@ -41,7 +41,7 @@ from .._routing_base import RoutingHook
 from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
-from ._channels import asks_question
+from ._channels import asked_channel, asks_question
 from ._clauses import action_clauses, named_groups
 from ._lookups import lookup_kind
 from ._plan import call_model
@@ -305,7 +305,9 @@ def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, T
     none, read from the registry) of a kind the request never speaks of: "What's Apple's share price?" planned as
     an e-mail lookup of "Apple". Its results go nowhere, and nothing asked for them."""
     kinds = {lookup_kind(tools.get(c.name)) for c in calls}
-    return bool(calls) and None not in kinds and not any(_SPEAKS_OF[k].search(query) for k in kinds if k)
+    if not calls or None in kinds or asked_channel(query):  # ("Text Jo: landed" as an e-mail lookup: _channels')
+        return False
+    return not any(_SPEAKS_OF[k].search(query) for k in kinds if k)
 
 
 async def _ask(router: RoutingHook, model: Model, request: ModelRequest, notes: list[str]) -> float | None:

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._formats import date_patterns, identifier_kind
-from .._grounding import ground, strftime_pattern
+from .._grounded_formats import strftime_pattern
+from .._grounding import ground
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool

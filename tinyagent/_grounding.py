@@ -2,8 +2,9 @@
 
 `ground` finds every date/time expression and identifier in a request and resolves it against `today` (and
 `now`, for "in an hour"). The planner is then offered the exact values (`tinyagent._grounded_formats`:
-`grounding_note`, `values_for_parameter`) instead of having to do calendar arithmetic itself. Nothing here looks at a tool's or a parameter's NAME: which
-values a parameter takes, and in which format, comes only from its JSON schema and its description.
+`grounding_note`, `values_for_parameter`) instead of having to do calendar arithmetic itself. Nothing here looks at
+a tool's or a parameter's NAME: which values a parameter takes, and in which format, comes only from its JSON schema
+and its description.
 
 Rules (documented once, here):
 - A bare weekday, "on <weekday>", "coming <weekday>" and "next <weekday>" mean the first such weekday strictly after

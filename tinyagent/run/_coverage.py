@@ -80,9 +80,10 @@ async def first_call(setup: RunSetup, state: RunState, model: Model, clause: str
     # (what the clause refers back to, "show me where that is", is in the request's other words)
     call, said = calls[0], f"{request_text(request, clause)} {state.query}"
     required = set(state.offer.tools[call.name].parameters.get("required") or ())
-    grounded = [grounded_in(v, said) for name, value in call.args.items() for v in leaves(value)
-                if name in required or not required]
-    if not any(grounded_in(v, said) for v in leaves(call.args)) or sum(grounded) * 2 < len(grounded):
+    checked = [(name in required or not required, grounded_in(v, said))
+               for name, value in call.args.items() for v in leaves(value)]
+    counted = [ok for counts, ok in checked if counts]  # (of the required arguments, where there are some)
+    if not any(ok for _, ok in checked) or sum(counted) * 2 < len(counted):
         return None  # (a call on nothing the clause says: a clock, today's agenda for "find the itinerary")
     return call
 

@@ -28,8 +28,8 @@ def finds_kind(tool: Tool | None) -> str | None:
     """The identifier kind a tool finds, by its description and what it returns (a contact lookup: ``"email"``)."""
     if tool is None:
         return None
-    return (identifier_kind({"type": "string", "description": f"{tool.description} {tool.returns or ''}"})
-            or described_kind(f"{tool.description} {tool.returns or ''}"))
+    text = f"{tool.description} {tool.returns or ''}"
+    return identifier_kind({"type": "string", "description": text}) or described_kind(text)
 
 
 def lookup_kind(tool: Tool | None) -> str | None:

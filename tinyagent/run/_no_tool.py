@@ -307,7 +307,7 @@ def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, T
     kinds = {lookup_kind(tools.get(c.name)) for c in calls}
     if not calls or None in kinds or asked_channel(query):  # ("Text Jo: landed" as an e-mail lookup: _channels')
         return False
-    return not any(_SPEAKS_OF[k].search(query) for k in kinds if k)
+    return not any(_SPEAKS_OF[str(k)].search(query) for k in kinds)
 
 
 async def _ask(router: RoutingHook, model: Model, request: ModelRequest, notes: list[str]) -> float | None:

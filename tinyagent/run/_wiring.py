@@ -322,15 +322,17 @@ def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], too
             continue
         wrong = [v for v in value if isinstance(v, Ref) and v.step in by_id
                  and lookup_kind(tools.get(by_id[v.step].name)) is None]
+        if not wrong:
+            continue
         spare = [c.id for c in calls if c.id < call.id and Ref(c.id) not in value
                  and lookup_kind(tools.get(c.name)) == kind and _by_name(c)]
-        written = [w for w in written_identifiers(known)[kind] if w not in value]
-        if wrong and not spare and written:  # "text it to +1 312 555 0144" planned with the place's link
+        written = [] if spare else [w for w in written_identifiers(known)[kind] if w not in value]
+        if written:  # "text it to +1 312 555 0144" planned with the place's link, and no lookup to pass instead
             args[name] = [v for v in value if v not in wrong] + written
             notes.append(f"plan: step {call.id} passes {', '.join(written)} (the request's) as {name} instead of "
                          f"{', '.join(str(w) for w in wrong)}, which find none")
             continue
-        if not wrong or len(spare) != len(wrong):
+        if len(spare) != len(wrong):
             continue
         swap = dict(zip(wrong, (Ref(s) for s in spare), strict=True))
         args[name] = [swap.get(v, v) if isinstance(v, Ref) else v for v in value]

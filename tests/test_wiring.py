@@ -506,3 +506,40 @@ def test_a_reference_that_finds_no_number_gives_way_to_the_number_the_request_wr
                        Call(2, "phone.sendText", {"numbers": [Ref(1)], "msg": "Here it is"})))
     wired, notes = wire_results(plan, {k: tools[k] for k in tools}, request, request)
     assert wired.calls[1].args["numbers"] == ["+1 312 555 0144"] and notes
+
+
+def test_a_summary_sent_on_is_not_the_receipt_of_a_store() -> None:
+    """A tool whose description opens with a verb of working a value out ("Summarize a PDF document.") stores
+    nothing: a message that sends its result keeps it."""
+    from tinyagent.run._wiring import _stored_then_sent
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("digest", "Summarize a PDF document. Returns the summary text.", {"path": TEXT}, ["path"]),
+        openai_fn("save", "Saves a text as a new note.", {"text": TEXT}, ["text"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    calls = [Call(1, "digest", {"path": "/a.pdf"}), Call(2, "mail", {"to": ["a@b.co"], "body": Ref(1)})]
+    args = {c.id: dict(c.args) for c in calls}
+    assert _stored_then_sent(calls, args, tools) == [] and args[2]["body"] == Ref(1)
+    stored = [Call(1, "digest", {"path": "/a.pdf"}), Call(2, "save", {"text": Ref(1)}),
+              Call(3, "mail", {"to": ["a@b.co"], "body": Ref(2)})]
+    args = {c.id: dict(c.args) for c in stored}
+    assert _stored_then_sent(stored, args, tools) and args[3]["body"] == Ref(1)  # the note's receipt: its text
+
+
+def test_showing_an_events_place_on_a_map_is_not_a_read_back_of_the_event() -> None:
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("cal.newEvent", "Creates a calendar event.", {"title": TEXT, "where": TEXT}, ["title"]),
+        openai_fn("geo.showPlace", "Shows a place on the map.", {"q": TEXT}, ["q"]),
+        openai_fn("notes.create", "Creates a note.", {"title": TEXT, "text": TEXT}, ["title"]),
+        openai_fn("notes.fetch", "Returns a note's text.", {"title": TEXT}, ["title"]),
+    ])
+    request = "Put lunch at Elm Dental on my calendar and show me where that is"
+    plan = Plan(calls=(Call(1, "cal.newEvent", {"title": "Lunch", "where": "Elm Dental"}),
+                       Call(2, "geo.showPlace", {"q": "Elm Dental"})))
+    assert tidy_plan(plan, tools, request) == (plan, [])
+    read_back = Plan(calls=(Call(1, "notes.create", {"title": "Trip", "text": "pack"}),
+                            Call(2, "notes.fetch", {"title": "Trip"})))
+    assert len(tidy_plan(read_back, tools, "Make a Trip note: pack")[0].calls) == 1

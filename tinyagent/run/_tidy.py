@@ -52,7 +52,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool
 from ._channels import asked_channel, senders
-from ._clauses import name_words, named_clauses, same_target
+from ._clauses import GENERIC_NAME_WORDS, name_words, named_clauses, same_target
 from ._lookups import lookup_kind
 from ._no_tool import grounded_in
 from ._repair import drop_replaced
@@ -66,6 +66,9 @@ computes calculates converts tells gives produces summarizes summarises""".lower
 _GETTER_VERBS = _READ_VERBS | frozenset(re.findall(r"\w+", """
 displays views return retrieve check list fetch search find get look read extract show report query count
 display view""".lower()))
+# Verbs of working a value out, as a description says them in the imperative ("Summarize a PDF document. Returns
+# the summary text."): a tool that opens so stores nothing.
+_WORKS_OUT = frozenset(["summarize", "summarise", "compute", "calculate", "convert", "translate", "extract"])
 _STATE_WORDS = frozenset(["current", "all", "latest", "recent", "available", "now"])
 _LABEL = re.compile(r"\bdescription:\s*", re.IGNORECASE)
 _ACTS = re.compile(r"\b(?:sends?|deliver|creates?|adds?|stores?|saves?|deletes?|removes?|moves?|opens?|writes?|"
@@ -401,7 +404,10 @@ def _made_up_extras(calls: Sequence[Call], tools: Mapping[str, Tool], request: s
 def writes(tool: Tool, sending: Mapping[str, object]) -> bool:
     """Whether ``tool`` writes: not a reader, not a lookup, not one of the message ``sending`` tools
     (:func:`~._channels.senders`, computed once by the caller)."""
-    return not reads_only(tool) and lookup_kind(tool) is None and tool.name not in sending
+    if reads_only(tool) or lookup_kind(tool) is not None or tool.name in sending:
+        return False
+    first = _WORD.findall((tool.description or "").lower()[:40])
+    return not first or first[0] not in _GETTER_VERBS | _WORKS_OUT
 
 
 def takes_identifier(tool: Tool, name: str) -> bool:
@@ -416,7 +422,17 @@ def _read_back(calls: Sequence[Call], tools: Mapping[str, Tool]) -> set[int]:
     sending = senders(tools.values())
     written = [c for c in calls if c.name in tools and writes(tools[c.name], sending)]
     return {c.id for c in calls if c.id not in used and c.name in tools and reads_only(tools[c.name])
-            and lookup_kind(tools[c.name]) is None and any(w.id < c.id and same_target(w, c) for w in written)}
+            and lookup_kind(tools[c.name]) is None
+            and any(w.id < c.id and same_target(w, c) and _same_thing(w.name, c.name) for w in written)}
+
+
+def _same_thing(one: str, other: str) -> bool:
+    """Whether two tools' names share a word of what they act on (``notes.create`` and ``notes.fetch``), not only
+    a verb or a generic object: an event's place is not read back by showing that place on a map."""
+    def topics(name: str) -> set[str]:
+        return {w[:5] for w in name_words(name) if len(w) >= 3 and w not in GENERIC_NAME_WORDS}
+
+    return bool(topics(one) & topics(other))
 
 
 def _stored_copies(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:

@@ -6,7 +6,13 @@ from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
-from tinyagent.run._borrowed import drop_borrowed_people, drop_owners, drop_twin_lookups, keep_in_named_list
+from tinyagent.run._borrowed import (
+    drop_borrowed_people,
+    drop_made_up_people,
+    drop_owners,
+    drop_twin_lookups,
+    keep_in_named_list,
+)
 
 EMAILS = {"type": "array", "items": {"type": "string"}, "description": "E-mail addresses."}
 
@@ -126,3 +132,17 @@ def test_an_unused_lookup_of_a_person_another_lookup_finds_goes() -> None:
     assert [c.name for c in kept.calls] == ["people_find", "post_forward"] and notes
     alone = Plan(calls=(Call(1, "people_phone", {"who": "Rosa"}),))  # "What's Rosa's number?": the answer
     assert drop_twin_lookups(alone, tools, "What's Rosa's number?") == (alone, [])
+
+
+def test_a_guest_the_request_never_names_is_not_invited() -> None:
+    """A lookup of a person copied from elsewhere (a description's example) leaves the optional guest list, and
+    goes; a named guest, or a made-up person in a required list, stays."""
+    plan = Plan(calls=(Call(1, "people_find", {"who": "Ruth Adeyemi"}), Call(2, "people_find", {"who": "Omar"}),
+                       Call(3, "diary_book", {"title": "Tax paperwork", "when": "2027-01-16 10:00:00",
+                                              "guests": [Ref(1), Ref(2)]})))
+    kept, notes = drop_made_up_people(plan, _tools(), "Block Saturday 10 to 12 for tax paperwork with Omar")
+    assert [c.name for c in kept.calls] == ["people_find", "diary_book"] and notes
+    assert kept.calls[1].args["guests"] == [Ref(1)] and kept.calls[0].args["who"] == "Omar"
+    required = Plan(calls=(Call(1, "people_find", {"who": "Ruth"}),
+                           Call(2, "post_forward", {"match": "agenda", "to": [Ref(1)]})))
+    assert drop_made_up_people(required, _tools(), "Forward the agenda") == (required, [])

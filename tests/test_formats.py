@@ -146,6 +146,11 @@ def test_recipients_of_no_stated_kind_take_the_kind_the_tool_names() -> None:
     both = Tool.from_openai({"name": "notify", "description": "Sends an e-mail or an SMS.", "parameters": {
         "type": "object", "properties": {"to": addresses}}})
     assert identifier_kind(both.parameters["properties"]["to"]) is None
+    # the parameter's name says it in camelCase ("recipientAddresses"), its description only "who"
+    who = {**addresses, "description": "Who the message goes to."}
+    dispatch = Tool.from_openai({"name": "DispatchEmail", "description": "Composes and sends an e-mail.",
+                                 "parameters": {"type": "object", "properties": {"recipientAddresses": who}}})
+    assert identifier_kind(dispatch.parameters["properties"]["recipientAddresses"]) == "email"
 
 
 @pytest.mark.parametrize(("description", "kind"), [

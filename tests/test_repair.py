@@ -358,6 +358,9 @@ def test_a_bare_reference_where_a_list_goes_is_wrapped_and_a_list_result_spliced
      ["mail", "contact_mail"]),
     # a single call is never dropped
     ("What's John's address?", [("contact_mail", {"who": "Johnny Doe"})], ["contact_mail"]),
+    # an unused lookup of an address, for a request that speaks of no address, number or channel
+    ("Is it going to rain in Porto on Saturday?", [("contact_mail", {"who": "Porto"}),
+                                                  ("mail", {"recipients": ["a@b.co"], "text": "Porto"})], ["mail"]),
 ])
 def test_stray_lookups_are_left_out(query: str, calls: list[tuple[str, dict[str, object]]], kept: list[str]) -> None:
     fixed, _ = _repair(_plan(*({"name": n, "args": a} for n, a in calls)), query)

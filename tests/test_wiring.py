@@ -515,12 +515,17 @@ def test_a_summary_sent_on_is_not_the_receipt_of_a_store() -> None:
 
     tools = ToolRegistry.from_openai([
         openai_fn("digest", "Summarize a PDF document. Returns the summary text.", {"path": TEXT}, ["path"]),
+        openai_fn("TranslateText", "Machine translation.", {"text": TEXT}, ["text"]),
         openai_fn("save", "Saves a text as a new note.", {"text": TEXT}, ["text"]),
         openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
     ])
     calls = [Call(1, "digest", {"path": "/a.pdf"}), Call(2, "mail", {"to": ["a@b.co"], "body": Ref(1)})]
     args = {c.id: dict(c.args) for c in calls}
     assert _stored_then_sent(calls, args, tools) == [] and args[2]["body"] == Ref(1)
+    translated = [Call(1, "digest", {"path": "/a.pdf"}), Call(2, "TranslateText", {"text": Ref(1)}),
+                  Call(3, "mail", {"to": ["a@b.co"], "body": Ref(2)})]
+    args = {c.id: dict(c.args) for c in translated}
+    assert _stored_then_sent(translated, args, tools) == [] and args[3]["body"] == Ref(2)  # no verb of storing
     stored = [Call(1, "digest", {"path": "/a.pdf"}), Call(2, "save", {"text": Ref(1)}),
               Call(3, "mail", {"to": ["a@b.co"], "body": Ref(2)})]
     args = {c.id: dict(c.args) for c in stored}

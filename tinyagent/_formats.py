@@ -147,7 +147,8 @@ def with_identifier_formats(parameters: Mapping[str, Any], description: str, nam
         listed = items.get("type") == "string"
         if not listed and (schema.get("type") != "string" or pname.lower() not in _TARGET_NAMES):
             continue
-        text = f"{pname} {schema.get('description', '')} {items.get('description', '') if listed else ''}"
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", pname).replace("_", " ")  # recipientAddresses: its words
+        text = f"{words} {schema.get('description', '')} {items.get('description', '') if listed else ''}"
         if _NAME_WORDS.search(text) or not (_TARGET_WORDS.search(text) or pname.lower() in _TARGET_NAMES):
             continue
         out[pname] = {**schema, "items": {**items, "format": fmt}} if listed else {**schema, "format": fmt}

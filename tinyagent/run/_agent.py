@@ -24,6 +24,7 @@ from ._attach import attach_sent_things, drop_double_sends
 from ._borrowed import (
     drop_borrowed_people,
     drop_echoed_messages,
+    drop_made_up_people,
     drop_owners,
     drop_twin_lookups,
     keep_in_named_list,
@@ -476,6 +477,7 @@ def _last_plan_repairs(plan: Plan, state: RunState, known: str) -> Plan:
         lambda p: wire_results(p, offered, known, query),
         lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
         lambda p: drop_borrowed_people(p, offered, query),
+        lambda p: drop_made_up_people(p, offered, query),
         lambda p: keep_in_named_list(p, offered, query),
         lambda p: drop_owners(p, offered, query),
         lambda p: drop_twin_lookups(p, offered, query),

@@ -29,10 +29,12 @@ from .._tools import Tool
 from ._channels import echoed_messages
 from ._clauses import GENERIC_NAME_WORDS, clause_spans, name_words
 from ._lookups import lookup_kind
+from ._no_tool import grounded_in
 from ._repair import used_steps, without_orphans, without_steps
 from ._tidy import reads_only
 
-__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_owners", "drop_twin_lookups", "keep_in_named_list"]
+__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_made_up_people", "drop_owners", "drop_twin_lookups",
+           "keep_in_named_list"]
 
 # Words that can bring a person into a clause without naming them.
 _BRINGS_PEOPLE = re.compile(
@@ -245,3 +247,38 @@ def drop_twin_lookups(plan: Plan, tools: Mapping[str, Tool], request: str) -> tu
     return Plan(calls=without_steps(plan.calls, twins), answer=plan.answer), [
         f"plan: left out step {', '.join(str(s) for s in sorted(twins))} (an unused lookup of a person another "
         "lookup finds for the plan)"]
+
+
+def drop_made_up_people(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` with the lookups of people the request never names taken out of the optional lists that pass them,
+    and those lookups left out when nothing uses them then; with notes.
+
+    "Block out Saturday from 10 to 12 for tax paperwork" was planned with a lookup of "Ruth Adeyemi" (the example
+    in the lookup's parameter description) as the event's attendee: nobody asked for a guest. A lookup counts when
+    none of its texts comes from the request (:func:`~._no_tool.grounded_in`)."""
+    made_up = {c.id for c in plan.calls if lookup_kind(tools.get(c.name)) and (texts := [
+        v for v in c.args.values() if isinstance(v, str) and v.strip()]) and not any(
+        grounded_in(v, request) for v in texts)}
+    if not made_up:
+        return plan, []
+    calls: list[Call] = []
+    taken: set[int] = set()
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        required = set(tool.parameters.get("required") or ()) if tool is not None else set()
+        args = dict(call.args)
+        for param, value in call.args.items():
+            if param not in required and isinstance(value, list) and any(
+                    isinstance(v, Ref) and v.step in made_up for v in value):
+                kept = [v for v in value if not (isinstance(v, Ref) and v.step in made_up)]
+                taken |= {v.step for v in value if isinstance(v, Ref) and v.step in made_up}
+                if kept:
+                    args[param] = kept
+                else:
+                    del args[param]
+        calls.append(Call(call.id, call.name, args) if args != call.args else call)
+    if not taken:
+        return plan, []
+    return Plan(calls=without_orphans(plan.calls, calls), answer=plan.answer), [
+        f"plan: took the lookups of people the request does not name (step {', '.join(map(str, sorted(taken)))}) "
+        "out of the lists that passed them"]

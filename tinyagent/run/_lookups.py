@@ -13,6 +13,7 @@ over descriptions and schemas), never from a tool's name:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
 
-__all__ = ["finds_kind", "lookup_kind", "mismatched_refs", "swap_lookups"]
+__all__ = ["finds_kind", "lookup_kind", "mismatched_refs", "speaks_of", "swap_lookups"]
 
 
 def finds_kind(tool: Tool | None) -> str | None:
@@ -30,6 +31,16 @@ def finds_kind(tool: Tool | None) -> str | None:
         return None
     text = f"{tool.description} {tool.returns or ''}"
     return identifier_kind({"type": "string", "description": text}) or described_kind(text)
+
+
+_SPEAKS_OF = {"email": re.compile(r"e-?mail|\baddress|\bcontact|\breach\b", re.IGNORECASE),
+              "phone": re.compile(r"\bphone|\bnumber|\bmobile|\bcell\b|\bcontact|\breach\b|\bcall\b|\btext|\bsms\b",
+                                  re.IGNORECASE)}
+
+
+def speaks_of(kind: str, text: str) -> bool:
+    """Whether ``text`` speaks of identifiers of ``kind`` (``"email"``, ``"phone"``) or of reaching someone."""
+    return bool(_SPEAKS_OF[kind].search(text)) if kind in _SPEAKS_OF else False
 
 
 def lookup_kind(tool: Tool | None) -> str | None:

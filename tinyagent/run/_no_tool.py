@@ -43,7 +43,7 @@ from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
 from ._channels import asked_channel, asks_question
 from ._clauses import action_clauses, named_groups
-from ._lookups import lookup_kind
+from ._lookups import lookup_kind, speaks_of
 from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
@@ -295,11 +295,6 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
     return NoToolCheck(features, round(probability, 4), refused, asked, time.perf_counter() - started)
 
 
-_SPEAKS_OF = {"email": re.compile(r"e-?mail|\baddress|\bcontact|\breach\b", re.IGNORECASE),
-              "phone": re.compile(r"\bphone|\bnumber|\bmobile|\bcell\b|\bcontact|\breach\b|\bcall\b|\btext|\bsms\b",
-                                  re.IGNORECASE)}
-
-
 def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, Tool]) -> bool:
     """Whether the plan only looks up identifiers (e-mail addresses, phone numbers: tools that find one and take
     none, read from the registry) of a kind the request never speaks of: "What's Apple's share price?" planned as
@@ -307,7 +302,7 @@ def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, T
     kinds = {lookup_kind(tools.get(c.name)) for c in calls}
     if not calls or None in kinds or asked_channel(query):  # ("Text Jo: landed" as an e-mail lookup: _channels')
         return False
-    return not any(_SPEAKS_OF[str(k)].search(query) for k in kinds)
+    return not any(speaks_of(str(k), query) for k in kinds)
 
 
 async def _ask(router: RoutingHook, model: Model, request: ModelRequest, notes: list[str]) -> float | None:

@@ -33,11 +33,11 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
-from ._channels import channel_problem
+from ._channels import asked_channel, channel_problem
 from ._dangling import cut_plan_text, dangling_problem
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
-from ._lookups import finds_kind, mismatched_refs, swap_lookups
+from ._lookups import finds_kind, mismatched_refs, speaks_of, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
 
@@ -225,7 +225,9 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
 
     * none of them is in the request ("John Doe" for "Text +1 415 555 0199 ...");
     * or the step looks up an identifier of that kind the request gives and another step already passes ("Jane",
-      or the address itself, beside ``jane@corp.com``).
+      or the address itself, beside ``jane@corp.com``);
+    * or the request speaks neither of that kind nor of a channel ("Is it going to rain in Porto?" planned with an
+      e-mail lookup of "Porto" beside a route).
 
     Their results would only reach the answer, and they answer nothing."""
     if len(calls) < 2:
@@ -241,7 +243,8 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         if finds is None:
             continue
         if not any(_grounded(v, request, stems) for v in values) or given is not None and any(
-                _belongs(lit, call) and _passed_elsewhere(lit, call, calls) for lit in given.by_kind.get(finds, [])):
+                _belongs(lit, call) and _passed_elsewhere(lit, call, calls) for lit in given.by_kind.get(finds, [])
+        ) or not speaks_of(finds, request) and not asked_channel(request):
             out.add(call.id)
     return out
 

@@ -66,9 +66,10 @@ computes calculates converts tells gives produces summarizes summarises""".lower
 _GETTER_VERBS = _READ_VERBS | frozenset(re.findall(r"\w+", """
 displays views return retrieve check list fetch search find get look read extract show report query count
 display view""".lower()))
-# Verbs of working a value out, as a description says them in the imperative ("Summarize a PDF document. Returns
-# the summary text."): a tool that opens so stores nothing.
-_WORKS_OUT = frozenset(["summarize", "summarise", "compute", "calculate", "convert", "translate", "extract"])
+# A tool that writes says so, in its name or description: a verb of storing (a tool of "Machine translation." or
+# "Summarize a PDF document." stores nothing).
+_STORES = re.compile(r"(?:\b|(?<=[a-z])(?=[A-Z])|_)(?:creat|add|append|stor|sav|writ|record|insert|new|put|log|"
+                     r"upload|updat|edit|set)", re.IGNORECASE)
 _STATE_WORDS = frozenset(["current", "all", "latest", "recent", "available", "now"])
 _LABEL = re.compile(r"\bdescription:\s*", re.IGNORECASE)
 _ACTS = re.compile(r"\b(?:sends?|deliver|creates?|adds?|stores?|saves?|deletes?|removes?|moves?|opens?|writes?|"
@@ -403,11 +404,10 @@ def _made_up_extras(calls: Sequence[Call], tools: Mapping[str, Tool], request: s
 
 def writes(tool: Tool, sending: Mapping[str, object]) -> bool:
     """Whether ``tool`` writes: not a reader, not a lookup, not one of the message ``sending`` tools
-    (:func:`~._channels.senders`, computed once by the caller)."""
+    (:func:`~._channels.senders`, computed once by the caller), and its name or description has a verb of storing."""
     if reads_only(tool) or lookup_kind(tool) is not None or tool.name in sending:
         return False
-    first = _WORD.findall((tool.description or "").lower()[:40])
-    return not first or first[0] not in _GETTER_VERBS | _WORKS_OUT
+    return bool(_STORES.search(tool.name) or _STORES.search(tool.description or ""))
 
 
 def takes_identifier(tool: Tool, name: str) -> bool:

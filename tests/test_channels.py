@@ -111,6 +111,12 @@ def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_othe
     assert "no step sends an e-mail" in (unserved_channel(given, tools, texted) or "")
     assert unserved_channel("Text the same list to +44 7700 900123", tools, texted) is None
     assert other_channel_senders(given, tools) == frozenset()  # so the replan's grammar may e-mail
+    # a polite request is no question: "Could you email ... and text ...?", "... to Priyanka? email it to her too"
+    polite = "Could you email Ana and text Bo that dinner's pushed to 8? Thanks!"
+    assert "no step sends an e-mail" in (unserved_channel(polite, tools, texted) or "")
+    later = "can u check my calender and text the list to Priyanka? email it to her as well"
+    assert "no step sends an e-mail" in (unserved_channel(later, tools, texted) or "")
+    assert unserved_channel("Can I text Bo from here?", tools, []) is None  # a question
 
 
 def test_a_need_left_by_the_second_plan_is_planned_for_once_more_and_merged() -> None:

@@ -480,3 +480,46 @@ def test_a_made_up_address_beside_the_lookup_of_that_person_becomes_its_referenc
     used = _plan({"name": "contact_mail", "args": {"who": "Zoë"}},
                  {"name": "mail", "args": {"recipients": ["$1", "zoe.m@example.com"], "text": "hi"}})
     assert _repair(used, "Email Zoë hi")[0].calls[1].args["recipients"] == [Ref(1), "zoe.m@example.com"]
+
+
+def test_a_source_the_tool_description_names_for_a_parameter_is_required() -> None:
+    """"The messageId comes from SearchMailbox." in the tool's description: a reference to a contact lookup there
+    is a problem naming the search."""
+    from tinyagent.run._repair import call_problem
+
+    tools = ToolRegistry.from_openai([
+        {"type": "function", "function": {"name": n, "description": d, "parameters": {
+            "type": "object", "properties": p, "required": list(p)}}} for n, d, p in (
+            ("LookupContactEmail", "Resolves a person to their e-mail address.", {"personName": {"type": "string"}}),
+            ("SearchMailbox", "Full-text search over the inbox.", {"searchTerms": {"type": "string"}}),
+            ("ReplyToEmail", "Reply in-thread to a message. The messageId comes from SearchMailbox.",
+             {"messageId": {"type": "string", "description": "ID of the message."}, "replyBody": {"type": "string"}}),
+        )])
+    plan = Plan.from_json([{"id": 1, "name": "LookupContactEmail", "args": {"personName": "Gregor"}},
+                           {"id": 2, "name": "ReplyToEmail", "args": {"messageId": "$1", "replyBody": "ok"}}])
+    earlier = {c.id: c for c in plan.calls}
+    query = "reply to Gregor's email about the permit: ok"
+    assert "SearchMailbox" in (call_problem(plan.calls[1], earlier, tools, query, query) or "")
+    searched = Plan.from_json([{"id": 1, "name": "SearchMailbox", "args": {"searchTerms": "Gregor permit"}},
+                               {"id": 2, "name": "ReplyToEmail", "args": {"messageId": "$1", "replyBody": "ok"}}])
+    assert call_problem(searched.calls[1], {c.id: c for c in searched.calls}, tools, query, query) is None
+
+
+@pytest.mark.parametrize(("body", "passed"), [
+    ("Hey Rosa, here's your agenda for Jan 22. $1", "ref"),
+    ("The tickets are $12.50 each", "text"),  # a price, not a reference
+    ("Costs $1,000", "text"),
+])
+def test_a_reference_written_inside_a_text_passes_that_steps_result(body: str, passed: str) -> None:
+    from tinyagent.run._repair import quoted_refs
+
+    tools = ToolRegistry.from_openai([
+        {"type": "function", "function": {"name": "agenda", "description": "Returns the day's calendar entries.",
+                                          "parameters": {"type": "object", "properties": {"day": {"type": "string"}}}}},
+        {"type": "function", "function": {"name": "sms", "description": "Sends an SMS.", "parameters": {
+            "type": "object", "properties": {"body": {"type": "string"}}}}},
+    ])
+    plan = Plan.from_json([{"id": 1, "name": "agenda", "args": {"day": "2027-01-22"}},
+                           {"id": 2, "name": "sms", "args": {"body": body}}])
+    fixed = quoted_refs(plan.calls[1], {1: plan.calls[0]}, tools)
+    assert fixed.args["body"] == (Ref(1) if passed == "ref" else body)

@@ -45,12 +45,13 @@ _EMAIL_TYPO = re.compile(r"\b(?:emial|eamil|meail|emali|emai|emal|eail|emil|e-mi
 _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
 # A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu", "Let Dariusz know by
 # text"), not a mention of the channel ("I need the email for Maria", "Invite ann@x.org to lunch").
-_SEND_VERB = re.compile(r"(?:^|[,;:.!]\s*|\b(?:and|then|please|pls|plz|also)\s+)"
+_SEND_VERB = re.compile(r"(?:^|[,;:.!?]\s*|\b(?:and|then|please|pls|plz|also|you|u)\s+)"
                         r"(?:text|sms|e-?mail|mail|message|send|forward|write\s+to|notify|inform|ping|"
                         r"let\s+[\w.'-]+(?:\s+[\w.'-]+)?\s+know)\b", re.IGNORECASE)
 # A request that opens by sending a thing to a named person, by no channel: "Send the Q4 budget to Maria Garcia".
 _SEND_TO_SOMEONE = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Ss]end|[Ff]orward|[Ss]hare|[Pp]ass)\b[^.;?!]*?\bto\s+"
                               r"(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z]")
+_POLITE = re.compile(r"^\W*(?:can|could|would|will)\s+(?:you|u)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
                        re.IGNORECASE)
 
@@ -163,7 +164,10 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
 
 
 def asks_question(request: str) -> bool:
-    """Whether the request is a question (it opens with a question word, or ends with "?")."""
+    """Whether the request is a question (it opens with a question word, or ends with "?"), and not a polite request
+    to send ("Could you email Ana and text Bo ...?", "can u check my calendar and text the list to Priyanka?")."""
+    if _POLITE.search(request) and _SEND_VERB.search(request):
+        return False
     return bool(_QUESTION.search(request)) or request.rstrip().endswith("?")
 
 

@@ -37,7 +37,7 @@ from ._channels import asked_channel, channel_problem
 from ._dangling import cut_plan_text, dangling_problem
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
-from ._lookups import finds_kind, mismatched_refs, speaks_of, swap_lookups
+from ._lookups import finds_kind, lookup_kind, mismatched_refs, speaks_of, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
 
@@ -55,8 +55,9 @@ _ASKS_DATE = re.compile(
     r"|\bhow (?:many|long)\b[^?.!]{0,20}\b(?:days?|weeks?|until|till|since|left)\b|\b(?:date|time) (?:is it|now)\b",
     re.IGNORECASE)
 _SOURCE = re.compile(
-    r"\b(?:returned|given|produced|found|obtained|output) (?:by|from) (?:a call to |the )?`?"
-    r"([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
+    r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from)|comes? from|taken from) "
+    r"(?:a call to |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
 _NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*"
                      r"(%|percent\b|k\b|thousand\b|million\b|m\b|billion\b|bn\b)?", re.IGNORECASE)
@@ -358,11 +359,15 @@ def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> l
     return out
 
 
-def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | None:
+def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owner: Tool | None = None,
+                      name: str = "") -> str | None:
     """The offered tool a parameter's description says its values come from ("Absolute path of the document, as
-    returned by files_locate"); None when it names none."""
-    for match in _SOURCE.finditer(str(schema.get("description", "")) + " " + str(
-            (schema.get("items") or {}).get("description", ""))):
+    returned by files_locate"), or a sentence of its tool's (``owner``'s) description that names the parameter
+    ``name`` ("The messageId comes from SearchMailbox."); None when they name none."""
+    own = [s for s in _SENTENCE.split(owner.description or "") if re.search(rf"\b{re.escape(name)}\b", s)] \
+        if owner is not None and name else []
+    for match in _SOURCE.finditer(" ".join([str(schema.get("description", "")), str(
+            (schema.get("items") or {}).get("description", "")), *own])):
         if match.group(1) in tools:
             return match.group(1)
     return None
@@ -379,7 +384,7 @@ def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str
     text = known.lower()
     out = []
     for name, value in call.args.items():
-        source = documented_source(tool.parameters.get("properties", {}).get(name, {}), tools)
+        source = documented_source(tool.parameters.get("properties", {}).get(name, {}), tools, tool, name)
         if source is None or source == call.name:
             continue
         for ref in find_refs(value):
@@ -464,12 +469,15 @@ def without_steps(calls: Sequence[Call], gone: Iterable[int]) -> tuple[Call, ...
 
 _QUOTED_REF = re.compile(r"\$(\d+)(?:@[\w.-]*)?")
 _EMBEDDED_REF = re.compile(r"\$(\d+)")
+_TEXT_REF = re.compile(r"(?<![\w$])\$(\d{1,2})(?![\w.,$]\d|\w)")  # "$2" in a text, not "$2.50" or "$2,000"
 
 
 def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> Call:
     """``call`` with an earlier step's reference written inside a string of an identifier parameter made a
     reference again: ``attendee_emails=["$1@example.com"]`` or ``to="$2"`` after a lookup at step 1 or 2; in a
-    list, a string that names several (``"$1$2@acme.io"``, ``"$1,marta@example.com"``) gives each once."""
+    list, a string that names several (``"$1$2@acme.io"``, ``"$1,marta@example.com"``) gives each once. A text
+    that names one earlier step that is no lookup (``messageBody="Here's your agenda for Jan 22. $2"``) passes that
+    step's result: nothing fills in a reference written inside a text."""
     tool = tools.get(call.name)
     if tool is None:
         return call
@@ -487,7 +495,12 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
             return Ref(int(m.group(1)))
         return value
 
-    args = {k: fix(v) if isinstance(props.get(k), Mapping) and identifier_kind(props[k]) else v
+    def embedded(value: Any) -> Any:
+        named = {int(k) for k in _TEXT_REF.findall(value)} if isinstance(value, str) else set()
+        step = earlier.get(next(iter(named))) if len(named) == 1 else None
+        return Ref(step.id) if step is not None and lookup_kind(tools.get(step.name)) is None else value
+
+    args = {k: fix(v) if isinstance(props.get(k), Mapping) and identifier_kind(props[k]) else embedded(v)
             for k, v in call.args.items()}
     return call if args == dict(call.args) else Call(call.id, call.name, args)
 

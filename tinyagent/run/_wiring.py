@@ -77,7 +77,7 @@ def _takes(tool: Tool, producer: Tool, tools: Mapping[str, Tool]) -> str | None:
         if not isinstance(schema, Mapping) or identifier_kind(schema) is not None:
             continue
         description = str(schema.get("description") or "")
-        if documented_source(schema, tools) == producer.name or (
+        if documented_source(schema, tools, tool, name) == producer.name or (
                 noun is not None and re.search(rf"\b{noun}s?\b", description, re.IGNORECASE)
                 and len(_content(description) & _content(producer.description or "")) >= 2):
             fits.append(name)

@@ -445,6 +445,23 @@ def test_a_plan_of_lookups_of_what_the_request_never_speaks_of_fits_no_tool() ->
     assert not lookups_for_nothing([Call(1, "geo.showPlace", {"q": "Lisbon"})], "Weather in Lisbon?", tools)
 
 
+def test_a_request_to_remove_fits_no_tool_when_no_tool_removes() -> None:
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent.run._no_tool import removal_unserved
+
+    creates = [openai_fn("ScheduleMeeting", "Creates an event on the calendar.", {"title": TEXT}, ["title"]),
+               openai_fn("SendTextMessage", "Sends an SMS to phone numbers.", {"to": TEXT}, ["to"])]
+    tools = ToolRegistry.from_openai(creates)
+    assert removal_unserved("Ugh, something came up. Cancel my dentist appointment on Friday.", tools)
+    assert not removal_unserved("Put my dentist appointment on Friday", tools)  # nothing to remove
+    assert not removal_unserved("Cancel practice and text Bo that it's off", tools)  # the text can still go
+    removes = ToolRegistry.from_openai([*creates, openai_fn("calendar_delete_event", "Removes an event.",
+                                                            {"title": TEXT}, ["title"])])
+    assert not removal_unserved("Cancel my dentist appointment on Friday.", removes)
+
+
 def test_a_plan_of_two_tools_for_two_asked_actions_is_not_refused() -> None:
     import asyncio
 

@@ -548,3 +548,21 @@ def test_showing_an_events_place_on_a_map_is_not_a_read_back_of_the_event() -> N
     read_back = Plan(calls=(Call(1, "notes.create", {"title": "Trip", "text": "pack"}),
                             Call(2, "notes.fetch", {"title": "Trip"})))
     assert len(tidy_plan(read_back, tools, "Make a Trip note: pack")[0].calls) == 1
+
+
+def test_a_route_read_and_not_sent_becomes_the_messages_text() -> None:
+    """A tool that neither sends nor says it stores ("Route between two places ..., returned as text") is read
+    for the message the request asks to send it by."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("GetDirections", "Route between two places with step-by-step instructions, returned as text.",
+                  {"startPoint": TEXT, "endPoint": TEXT}, ["startPoint", "endPoint"]),
+        openai_fn("sms", "Sends an SMS.", {"to": {"type": "array", "items": {"type": "string"},
+                                                  "description": "Phone numbers."}, "body": TEXT}, ["to", "body"]),
+    ])
+    request = "Get walking directions from the Meridian Hotel to Pier 39 and text them to +1 415 555 0100."
+    plan = Plan(calls=(Call(1, "GetDirections", {"startPoint": "Meridian Hotel", "endPoint": "Pier 39"}),
+                       Call(2, "sms", {"to": ["+1 415 555 0100"], "body": "Here's the route"})))
+    wired, notes = wire_results(plan, tools, request, request)
+    assert wired.calls[1].args["body"] == Ref(1) and notes
+    told = request.replace("text them to", "text that I'm on my way to")  # a message of its own
+    assert wire_results(plan, tools, told, told)[0] == plan

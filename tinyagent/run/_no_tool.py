@@ -42,14 +42,15 @@ from .._tools import Tool
 from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
 from ._channels import asked_channel, asks_question
-from ._clauses import action_clauses, named_groups
+from ._clauses import action_clauses, name_words, named_groups
 from ._lookups import lookup_kind, speaks_of
 from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
 __all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
            "SECOND_CHOICE_FLOOR", "join_probability", "second_choice_settings",
-           "grounded_in", "lookups_for_nothing", "plan_features", "request_text", "verify_feature", "verify_request"]
+           "grounded_in", "lookups_for_nothing", "plan_features", "removal_unserved", "request_text", "verify_feature",
+           "verify_request"]
 
 VERIFY_QUESTION = (
     "Check the plan before it runs. Does the tool you called really do what the request asks (not just something "
@@ -264,6 +265,10 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
     """
     if settings.no_tool_check == "off" or not calls:
         return None
+    if settings.no_tool_check == "auto" and removal_unserved(query, tools):
+        notes.append(f"plan: no tool fits the request (it asks to remove something, and no offered tool removes "
+                     f"anything); dropped {', '.join(c.name for c in calls)}")
+        return NoToolCheck(probability=1.0, refused=True)
     if settings.no_tool_check == "auto" and lookups_for_nothing(calls, query, tools):
         notes.append(f"plan: no tool fits the request (only {', '.join(c.name for c in calls)}, which look up "
                      "what the request never speaks of); dropped them")
@@ -293,6 +298,21 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
         notes.append(f"plan: no tool fits the request (P(no tool) {probability:.2f} >= {floor}); "
                      f"dropped {', '.join(c.name for c in calls)}")
     return NoToolCheck(features, round(probability, 4), refused, asked, time.perf_counter() - started)
+
+
+_REMOVAL_ASKED = re.compile(r"(?:^|[.!?;:]\s+|\b(?:please|pls|and|then|you|u)\s+)(?:cancel|delete|remove|erase|trash|"
+                            r"call\s+off|get\s+rid\s+of|unsubscribe)\b", re.IGNORECASE)
+_REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|unsubscrib)", re.IGNORECASE)
+
+
+def removal_unserved(query: str, tools: Mapping[str, Tool]) -> bool:
+    """Whether the request asks to remove something ("Cancel my dentist appointment on Friday") and sends
+    nothing, while no offered tool removes anything (by its name's words and description): a plan for it can only
+    create or read, so no tool fits."""
+    if not _REMOVAL_ASKED.search(query) or asked_channel(query):
+        return False
+    return not any(_REMOVES.search(f"{' '.join(name_words(name))} {tool.description or ''}")
+                   for name, tool in tools.items())
 
 
 def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, Tool]) -> bool:

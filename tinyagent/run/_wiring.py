@@ -421,8 +421,9 @@ def _names(step: int, args: Mapping[int, Mapping[str, Any]], request: str, depth
 
 def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
                        request: str) -> list[str]:
-    """An unused read of what the request names (not of what the plan itself writes), as the text of every
-    message that has no step's result for its text yet, when the request gives no message of its own."""
+    """An unused read (a tool that neither sends nor says it stores: "Route between two places ..., returned as
+    text") of what the request names (not of what the plan itself writes), as the text of every message that has no
+    step's result for its text yet, when the request gives no message of its own."""
     if not request or _GIVEN_MESSAGE.search(request):
         return []
     sending = senders(tools.values())
@@ -433,8 +434,8 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
     for step in sorted(calls, key=lambda c: c.name not in tools or bool(_SEARCHES.search(tools[c.name].description
                                                                                           or ""))):
         tool = tools.get(step.name)
-        if (tool is None or step.id in used or lookup_kind(tool) is not None or not reads_only(tool)
-                or not _names(step.id, args, request)
+        if (tool is None or step.id in used or lookup_kind(tool) is not None or step.name in sending
+                or not reads_only(tool) and writes(tool, sending) or not _names(step.id, args, request)
                 or any(w.id < step.id and same_target(Call(step.id, step.name, args[step.id]),
                                                       Call(w.id, w.name, args[w.id])) for w in written)):
             continue

@@ -146,3 +146,29 @@ def test_a_guest_the_request_never_names_is_not_invited() -> None:
     required = Plan(calls=(Call(1, "people_find", {"who": "Ruth"}),
                            Call(2, "post_forward", {"match": "agenda", "to": [Ref(1)]})))
     assert drop_made_up_people(required, _tools(), "Forward the agenda") == (required, [])
+
+
+def test_a_second_message_to_the_same_person_without_the_result_goes_and_its_receipt_is_not_sent() -> None:
+    """"text the list to Priyanka? email it to her as well": two texts to her (one sends the agenda, one a made-up
+    line) and an e-mail of the made-up text's receipt: one text, and the e-mail sends the agenda."""
+    from tinyagent.run._borrowed import drop_echoed_messages
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("agenda", "Returns the day's calendar entries.", {"day": TEXT}, ["day"]),
+        openai_fn("phone_of", "Finds a person's mobile phone number.", {"who": TEXT}, ["who"]),
+        openai_fn("people_find", "Finds a person's e-mail address in the address book.", {"who": TEXT}, ["who"]),
+        openai_fn("sms", "Sends an SMS.", {"to": {"type": "array", "items": {"type": "string"},
+                                                  "description": "Phone numbers."}, "body": TEXT}, ["to", "body"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": EMAILS, "body": TEXT}, ["to", "body"]),
+    ])
+    plan = Plan(calls=(Call(1, "agenda", {"day": "2027-01-14"}), Call(2, "phone_of", {"who": "Priyanka"}),
+                       Call(3, "sms", {"to": [Ref(2)], "body": Ref(1)}),
+                       Call(4, "sms", {"to": [Ref(2)], "body": "Here is your calendar"}),
+                       Call(5, "people_find", {"who": "Priyanka"}),
+                       Call(6, "mail", {"to": [Ref(5)], "body": Ref(4)})))
+    request = "can u check my calendar for tomorrow and text the list to Priyanka? email it to her as well"
+    kept, notes = drop_echoed_messages(plan, tools, request)
+    assert [c.name for c in kept.calls] == ["agenda", "phone_of", "sms", "people_find", "mail"] and notes
+    assert kept.calls[4].args["body"] == Ref(1)
+    twice = "text the list to Priyanka, and text her again that it's final"  # two texts asked: both stay
+    assert drop_echoed_messages(Plan(calls=plan.calls[:4]), tools, twice)[0].calls == plan.calls[:4]

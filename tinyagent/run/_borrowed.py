@@ -24,9 +24,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._plan import Call, Plan, Ref
+from .._plan import Call, Plan, Ref, map_refs
 from .._tools import Tool
-from ._channels import echoed_messages
+from ._channels import echoed_messages, repeated_messages
 from ._clauses import GENERIC_NAME_WORDS, clause_spans, name_words
 from ._lookups import lookup_kind
 from ._no_tool import grounded_in
@@ -217,9 +217,15 @@ def _only_as_owner(person: str, request: str) -> bool:
 
 def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
     """``plan`` without messages that say what the other channel's clause asks, beyond the clauses that ask for
-    their channel (:func:`~._channels.echoed_messages`); the lookups only they used go too; with notes."""
+    their channel (:func:`~._channels.echoed_messages`), or that repeat another's to the same people without its
+    result (:func:`~._channels.repeated_messages`); the lookups only they used go too; with notes."""
+    repeated = repeated_messages(plan.calls, tools, request)
+    # (a repeat's receipt passed as another message's text stood for what the repeat meant to send)
+    calls = [Call(c.id, c.name, map_refs(c.args, lambda r: repeated.get(r.step, r))) if c.id not in repeated else c
+             for c in plan.calls]
+    plan = Plan(calls=tuple(calls), answer=plan.answer) if calls != list(plan.calls) else plan
     used = used_steps(plan.calls)
-    echoed = echoed_messages(plan.calls, tools, request) - used
+    echoed = (echoed_messages(plan.calls, tools, request) | set(repeated)) - used
     if not echoed:
         return plan, []
     kept = [c for c in plan.calls if c.id not in echoed]
@@ -227,7 +233,7 @@ def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) ->
     orphans = {c.id for c in kept if c.id in used and c.id not in still and lookup_kind(tools.get(c.name))}
     return Plan(calls=without_steps(plan.calls, echoed | orphans), answer=plan.answer), [
         f"plan: left out step {', '.join(str(s) for s in sorted(echoed))} (a second message by the same channel to "
-        "the same people, saying what the request asks of the other channel)"]
+        "the same people, saying what the request asks of the other channel or without the result another sends)"]
 
 
 def drop_twin_lookups(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:

@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._formats import identifier_kind
-from .._plan import Call
+from .._plan import Call, Ref
 from .._tools import Tool
 
 __all__ = ["KIND_WORDS", "asked_channel", "asks_question", "channel_clauses", "channel_problem", "channel_senders",
-           "echoed_messages", "other_channel_senders", "senders", "unserved_channel"]
+           "echoed_messages", "other_channel_senders", "repeated_messages", "senders", "unserved_channel"]
 
 _WORDS = {
     "phone": re.compile(r"\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b(?!\s*(?:file|files|document|note|box|field))",
@@ -249,6 +249,33 @@ def echoed_messages(calls: Sequence[Call], tools: Mapping[str, Tool], request: s
             if same_people and words[call.id] & other_words:
                 out.add(call.id)
     return out
+
+
+def repeated_messages(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> dict[int, Ref]:
+    """Messages by one tool to the same people, beyond the clauses that ask for that channel (at least one), that
+    pass no step's result as their text while another of them does ("text the list to Priyanka" planned as one text
+    of the agenda's result and a second of "Here is your calendar for tomorrow"), each with the result the other
+    sends."""
+    sending = senders(tools.values())
+    clauses = channel_clauses(request)
+    out: dict[int, Ref] = {}
+    groups: dict[tuple[str, str], list[Call]] = {}
+    for call in calls:
+        if call.name in sending:
+            groups.setdefault((call.name, _people(call, tools.get(call.name))), []).append(call)
+    for (name, _), same in groups.items():
+        asked = max(1, sum(len(clauses.get(kind, [])) for kind in sending[name]))
+        carried = [r for c in same if (r := _carried(c, tools[name])) is not None]
+        if len(same) > asked and carried:
+            out.update({c.id: carried[0] for c in same if _carried(c, tools[name]) is None})
+    return out
+
+
+def _carried(call: Call, tool: Tool) -> Ref | None:
+    """The step's result ``call`` passes as what it sends (not as whom it sends to), if any."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    return next((v for k, v in call.args.items()
+                 if isinstance(v, Ref) and not (isinstance(props.get(k), Mapping) and identifier_kind(props[k]))), None)
 
 
 def _people(call: Call, tool: Tool | None) -> str:

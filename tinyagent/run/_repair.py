@@ -489,7 +489,8 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
             for item in value:
                 named = [Ref(int(k)) for k in _EMBEDDED_REF.findall(item)] if isinstance(item, str) else []
                 named = [r for r in named if r.step in earlier]
-                out += [r for r in named if r not in out] if named else [fix(item)]
+                fixed = named or [fix(item)]  # (a reference listed twice is listed once)
+                out += [r for r in fixed if not (isinstance(r, Ref) and r in out)]
             return out
         if isinstance(value, str) and (m := _QUOTED_REF.fullmatch(value.strip())) and int(m.group(1)) in earlier:
             return Ref(int(m.group(1)))

@@ -42,6 +42,10 @@ def test_a_verb_names_the_tools_whose_names_say_it_and_a_generic_one_names_none(
     assert verb_tools("summarise", tools) == {"doc_summarize"}  # the first five letters
     assert verb_tools("add", tools) == frozenset()  # names many things
     assert verb_tools("text", tools) == frozenset()  # a channel: tinyagent.run._channels
+    translate = {**tools, **ToolRegistry.from_openai([openai_fn("TranslateText", "Machine translation.",
+                                                                {"sourceText": TEXT}, ["sourceText"])])}
+    assert verb_tools("transit", translate) == frozenset()  # "trans" leaves two letters of "transit"
+    assert verb_tools("translate", translate) == {"TranslateText"}
 
 
 def test_after_a_verb_that_names_many_things_the_next_word_names_the_tool() -> None:

@@ -46,7 +46,8 @@ _EMPTY = re.compile(r"\bempty\b|\bblank\b|''|\"\"", re.IGNORECASE)
 _FREE = r'[^"\\\x00-\x1f]'
 # Bounded, and without the characters that end an argument list (",", "=", ")", ...): a planner that began an
 # address with something else ("+447700900123,subject_line=...") must end it soon, not run to the token limit.
-_EMAIL = (r'[^"\\\x00-\x1f@ ,;:<>()\[\]=]{1,64} "@" [^"\\\x00-\x1f@ ,;:<>()\[\]=]{1,120} "." '
+# No "$" either: a step's result is passed as a bare $k, and "$1$2$3..." inside an address is a planner looping.
+_EMAIL = (r'[^"\\\x00-\x1f@ ,;:<>()\[\]=$]{1,64} "@" [^"\\\x00-\x1f@ ,;:<>()\[\]=$]{1,120} "." '
           r'[a-zA-Z0-9.-]{1,63}')
 _PHONE = r'"+"? [0-9(] [0-9() .-]{5,20}'
 _ISO_DATE = '[0-9]{4} "-" [0-9]{2} "-" [0-9]{2}'

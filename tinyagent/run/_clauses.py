@@ -174,7 +174,11 @@ def _actions(description: str) -> list[str]:
 
 
 def _says(verb: str, words: Iterable[str]) -> bool:
-    return any(w == verb or len(os.path.commonprefix([w, verb])) >= 5 for w in words if w not in _GENERIC)
+    """Whether a word of ``words`` is ``verb``, or shares its stem: a common start of five letters or more that
+    leaves at most one letter of the shorter word ("remind" and "reminders", "invite" and "invitation"; not
+    "transit" and "translate")."""
+    return any(w == verb or len(os.path.commonprefix([w, verb])) >= max(5, min(len(w), len(verb)) - 1)
+               for w in words if w not in _GENERIC)
 
 
 def unserved_clause(request: str, tools: Mapping[str, Tool],

@@ -177,8 +177,12 @@ def _says(verb: str, words: Iterable[str]) -> bool:
     """Whether a word of ``words`` is ``verb``, or shares its stem: a common start of five letters or more that
     leaves at most one letter of the shorter word ("remind" and "reminders", "invite" and "invitation"; not
     "transit" and "translate")."""
-    return any(w == verb or len(os.path.commonprefix([w, verb])) >= max(5, min(len(w), len(verb)) - 1)
-               for w in words if w not in _GENERIC)
+    verb = _BRITISH.sub(r"iz\1", verb)
+    return any(w == verb or len(os.path.commonprefix([_BRITISH.sub(r"iz\1", w), verb])) >= max(
+        5, min(len(w), len(verb)) - 1) for w in words if w not in _GENERIC)
+
+
+_BRITISH = re.compile(r"is(e|ed|es|ing|ation|ations)$")  # "summarise" says "summarize"
 
 
 def unserved_clause(request: str, tools: Mapping[str, Tool],

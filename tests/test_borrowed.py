@@ -151,7 +151,7 @@ def test_a_guest_the_request_never_names_is_not_invited() -> None:
 def test_a_second_message_to_the_same_person_without_the_result_goes_and_its_receipt_is_not_sent() -> None:
     """"text the list to Priyanka? email it to her as well": two texts to her (one sends the agenda, one a made-up
     line) and an e-mail of the made-up text's receipt: one text, and the e-mail sends the agenda."""
-    from tinyagent.run._borrowed import drop_echoed_messages
+    from tinyagent.run._borrowed import drop_repeated_messages
 
     tools = ToolRegistry.from_openai([
         openai_fn("agenda", "Returns the day's calendar entries.", {"day": TEXT}, ["day"]),
@@ -167,8 +167,8 @@ def test_a_second_message_to_the_same_person_without_the_result_goes_and_its_rec
                        Call(5, "people_find", {"who": "Priyanka"}),
                        Call(6, "mail", {"to": [Ref(5)], "body": Ref(4)})))
     request = "can u check my calendar for tomorrow and text the list to Priyanka? email it to her as well"
-    kept, notes = drop_echoed_messages(plan, tools, request)
+    kept, notes = drop_repeated_messages(plan, tools, request)
     assert [c.name for c in kept.calls] == ["agenda", "phone_of", "sms", "people_find", "mail"] and notes
     assert kept.calls[4].args["body"] == Ref(1)
     twice = "text the list to Priyanka, and text her again that it's final"  # two texts asked: both stay
-    assert drop_echoed_messages(Plan(calls=plan.calls[:4]), tools, twice)[0].calls == plan.calls[:4]
+    assert drop_repeated_messages(Plan(calls=plan.calls[:4]), tools, twice)[0].calls == plan.calls[:4]

@@ -26,6 +26,7 @@ from ._borrowed import (
     drop_echoed_messages,
     drop_made_up_people,
     drop_owners,
+    drop_repeated_messages,
     drop_twin_lookups,
     keep_in_named_list,
 )
@@ -475,6 +476,7 @@ def _last_plan_repairs(plan: Plan, state: RunState, known: str) -> Plan:
         lambda p: attach_sent_things(p, usable, query),
         lambda p: link_producers(p, usable, query),
         lambda p: wire_results(p, offered, known, query),
+        lambda p: drop_repeated_messages(p, offered, query),
         lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
         lambda p: drop_borrowed_people(p, offered, query),
         lambda p: drop_made_up_people(p, offered, query),

@@ -33,8 +33,8 @@ from ._no_tool import grounded_in
 from ._repair import used_steps, without_orphans, without_steps
 from ._tidy import reads_only
 
-__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_made_up_people", "drop_owners", "drop_twin_lookups",
-           "keep_in_named_list"]
+__all__ = ["drop_borrowed_people", "drop_echoed_messages", "drop_made_up_people", "drop_owners",
+           "drop_repeated_messages", "drop_twin_lookups", "keep_in_named_list"]
 
 # Words that can bring a person into a clause without naming them.
 _BRINGS_PEOPLE = re.compile(
@@ -217,15 +217,9 @@ def _only_as_owner(person: str, request: str) -> bool:
 
 def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
     """``plan`` without messages that say what the other channel's clause asks, beyond the clauses that ask for
-    their channel (:func:`~._channels.echoed_messages`), or that repeat another's to the same people without its
-    result (:func:`~._channels.repeated_messages`); the lookups only they used go too; with notes."""
-    repeated = repeated_messages(plan.calls, tools, request)
-    # (a repeat's receipt passed as another message's text stood for what the repeat meant to send)
-    calls = [Call(c.id, c.name, map_refs(c.args, lambda r: repeated.get(r.step, r))) if c.id not in repeated else c
-             for c in plan.calls]
-    plan = Plan(calls=tuple(calls), answer=plan.answer) if calls != list(plan.calls) else plan
+    their channel (:func:`~._channels.echoed_messages`); the lookups only they used go too; with notes."""
     used = used_steps(plan.calls)
-    echoed = (echoed_messages(plan.calls, tools, request) | set(repeated)) - used
+    echoed = echoed_messages(plan.calls, tools, request) - used
     if not echoed:
         return plan, []
     kept = [c for c in plan.calls if c.id not in echoed]
@@ -233,7 +227,23 @@ def drop_echoed_messages(plan: Plan, tools: Mapping[str, Tool], request: str) ->
     orphans = {c.id for c in kept if c.id in used and c.id not in still and lookup_kind(tools.get(c.name))}
     return Plan(calls=without_steps(plan.calls, echoed | orphans), answer=plan.answer), [
         f"plan: left out step {', '.join(str(s) for s in sorted(echoed))} (a second message by the same channel to "
-        "the same people, saying what the request asks of the other channel or without the result another sends)"]
+        "the same people, saying what the request asks of the other channel)"]
+
+
+def drop_repeated_messages(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without messages that repeat another's to the same people without the result it sends
+    (:func:`~._channels.repeated_messages`; run after the results are wired); a repeat's receipt passed as another
+    message's text becomes what the repeat stood for; with notes."""
+    repeated = repeated_messages(plan.calls, tools, request)
+    if not repeated:
+        return plan, []
+    calls = tuple(Call(c.id, c.name, map_refs(c.args, lambda r: repeated.get(r.step, r))) for c in plan.calls)
+    gone = set(repeated) - used_steps(calls)
+    if not gone:
+        return plan, []
+    return Plan(calls=without_steps(calls, gone), answer=plan.answer), [
+        f"plan: left out step {', '.join(str(s) for s in sorted(gone))} (a second message by the same tool to the "
+        "same people, without the result another sends)"]
 
 
 def drop_twin_lookups(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:

@@ -162,6 +162,7 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
     notes: list[str] = []
     for call in plan.calls:
         args = map_refs(call.args, lambda r: Ref(numbers.get(r.step, r.step)))
+        args = {k: _once(v) if isinstance(v, list) else v for k, v in args.items()}  # ([$3, $3]: [$3])
         key = (call.name, repr(sorted(args.items())))
         if key in first_of:
             numbers[call.id] = first_of[key]
@@ -186,6 +187,15 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
     if not notes:
         return plan, []
     return Plan(calls=tuple(calls), answer=plan.answer), notes
+
+
+def _once(items: list[Any]) -> list[Any]:
+    """A list with each step's reference once."""
+    out: list[Any] = []
+    for item in items:
+        if not (isinstance(item, Ref) and item in out):
+            out.append(item)
+    return out
 
 
 def _stray_reads(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:

@@ -523,3 +523,25 @@ def test_a_reference_written_inside_a_text_passes_that_steps_result(body: str, p
                            {"id": 2, "name": "sms", "args": {"body": body}}])
     fixed = quoted_refs(plan.calls[1], {1: plan.calls[0]}, tools)
     assert fixed.args["body"] == (Ref(1) if passed == "ref" else body)
+
+
+def test_a_lookup_of_no_name_gives_way_to_the_one_number_the_request_writes() -> None:
+    """"text it to her at 555-0198" planned with a lookup of "Sister": the request writes one number and names no
+    one; a lookup of a name the request writes stays."""
+    tools = ToolRegistry.from_openai([
+        {"type": "function", "function": {"name": "phone_of", "description": "Finds a person's mobile number.",
+                                          "parameters": {"type": "object", "properties": {"who": {"type": "string"}}}}},
+        {"type": "function", "function": {"name": "sms", "description": "Sends an SMS.", "parameters": {
+            "type": "object", "properties": {"to": {"type": "array", "items": {"type": "string"},
+                                                    "description": "Phone numbers."}, "body": {"type": "string"}}}}},
+    ])
+    request = "My sister asks what to bring. Text it to her at 555-0198."
+    plan = Plan.from_json([{"id": 1, "name": "phone_of", "args": {"who": "Sister"}},
+                           {"id": 2, "name": "sms", "args": {"to": ["$1"], "body": "hi"}}])
+    fixed, _ = repair_plan(plan, ModelRequest(messages=[{"role": "user", "content": request}]), request, TODAY, tools)
+    assert [(c.name, c.args.get("to")) for c in fixed.calls] == [("sms", ["555-0198"])]
+    named = "Text Bo at 555-0198 and Marco that it's on"
+    marco = Plan.from_json([{"id": 1, "name": "phone_of", "args": {"who": "Marco"}},
+                            {"id": 2, "name": "sms", "args": {"to": ["$1"], "body": "on"}}])
+    kept, _ = repair_plan(marco, ModelRequest(messages=[{"role": "user", "content": named}]), named, TODAY, tools)
+    assert [c.name for c in kept.calls] == ["phone_of", "sms"]

@@ -36,7 +36,8 @@ from .._tools import Tool
 from ._channels import channel_clauses
 from ._clauses import named_clauses
 from ._lookups import lookup_kind
-from ._repair import documented_source, invented_identifiers
+from ._repair import invented_identifiers
+from ._sources import documented_source
 
 __all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "object_of",
            "one_text_param", "pair_numbers", "path_source", "people", "person_lists", "request_names", "sole_finder",

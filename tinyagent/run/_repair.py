@@ -40,6 +40,7 @@ from ._items import item_problem, unattached_problem
 from ._lookups import finds_kind, lookup_kind, mismatched_refs, speaks_of, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
+from ._sources import documented_source, unsourced_values
 
 __all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
@@ -54,10 +55,6 @@ _ASKS_DATE = re.compile(
     r"\b(?:what|which)\b[^?.!]{0,20}\b(?:date|day|time|year|month)\b|\btoday'?s date\b|\bday of the week\b"
     r"|\bhow (?:many|long)\b[^?.!]{0,20}\b(?:days?|weeks?|until|till|since|left)\b|\b(?:date|time) (?:is it|now)\b",
     re.IGNORECASE)
-_SOURCE = re.compile(
-    r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from)|comes? from|taken from) "
-    r"(?:a call to |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
 _NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*"
                      r"(%|percent\b|k\b|thousand\b|million\b|m\b|billion\b|bn\b)?", re.IGNORECASE)
@@ -131,11 +128,20 @@ def _replace(value: Any, kind: str, earlier: Mapping[int, Call], given: GivenIde
         return value
     looked_up = earlier[value.step]
     matches = [lit for lit in given.unused(kind) if _belongs(lit, looked_up)]
+    if not matches and len(given.unused(kind)) == 1 and not _proper_name(looked_up, given.request):
+        matches = list(given.unused(kind))  # "text it to her at 555-0198" planned as a lookup of "Sister"
     if len(matches) != 1:
         return value
     given.used.add(matches[0].lower())
     given.replaced.add(value.step)
     return matches[0]
+
+
+def _proper_name(lookup: Call, request: str) -> bool:
+    """Whether the request writes one of the lookup's texts as a name, capitalised as given ("Sister" is not in
+    "my sister")."""
+    return any(isinstance(v, str) and v.strip()[:1].isupper() and re.search(rf"\b{re.escape(v.strip())}\b", request)
+               for v in leaves(lookup.args))
 
 
 def _belongs(literal: str, lookup: Call) -> bool:
@@ -356,43 +362,6 @@ def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> l
                 leaf.lower() in text or leaf.lower() in spoken
             if not seen:
                 out.append((name, leaf))
-    return out
-
-
-def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owner: Tool | None = None,
-                      name: str = "") -> str | None:
-    """The offered tool a parameter's description says its values come from ("Absolute path of the document, as
-    returned by files_locate"), or a sentence of its tool's (``owner``'s) description that names the parameter
-    ``name`` ("The messageId comes from SearchMailbox."); None when they name none."""
-    own = [s for s in _SENTENCE.split(owner.description or "") if re.search(rf"\b{re.escape(name)}\b", s)] \
-        if owner is not None and name else []
-    for match in _SOURCE.finditer(" ".join([str(schema.get("description", "")), str(
-            (schema.get("items") or {}).get("description", "")), *own])):
-        if match.group(1) in tools:
-            return match.group(1)
-    return None
-
-
-def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool],
-                     known: str) -> list[tuple[str, str, str]]:
-    """The ``(parameter, value, source)`` of ``call`` where a parameter documents the tool its values come from,
-    that tool is offered, and the value is a literal found nowhere in ``known`` or a reference to a step of another
-    tool: a made-up path or id the planner should have asked the source tool for."""
-    tool = tools.get(call.name)
-    if tool is None:
-        return []
-    text = known.lower()
-    out = []
-    for name, value in call.args.items():
-        source = documented_source(tool.parameters.get("properties", {}).get(name, {}), tools, tool, name)
-        if source is None or source == call.name:
-            continue
-        for ref in find_refs(value):
-            if ref.step in earlier and earlier[ref.step].name != source:
-                out.append((name, f"${ref.step}", source))
-        for leaf in leaves(value):
-            if isinstance(leaf, str) and leaf.strip() and leaf.lower() not in text:
-                out.append((name, leaf, source))
     return out
 
 

@@ -43,7 +43,8 @@ from ._channels import senders
 from ._clauses import name_words, same_target
 from ._lookups import lookup_kind, swap_lookups
 from ._producers import one_text_param, path_source, people, sole_finder, swap_literals
-from ._repair import documented_source, invented_identifiers
+from ._repair import invented_identifiers
+from ._sources import documented_source
 from ._tidy import reads_only, takes_identifier, writes
 
 __all__ = ["wire_results"]

@@ -1,0 +1,56 @@
+"""Where a parameter's values come from, by the registry's own words: a parameter (or its tool's description) that
+names the tool its values are returned by ("Absolute path of the document, as returned by files_locate", "The
+messageId comes from SearchMailbox."), and the values of a call that did not come from there."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .._plan import Call, find_refs
+from .._provenance import leaves
+from .._tools import Tool
+
+__all__ = ["documented_source", "unsourced_values"]
+
+_SOURCE = re.compile(
+    r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from)|comes? from|taken from) "
+    r"(?:a call to |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owner: Tool | None = None,
+                      name: str = "") -> str | None:
+    """The offered tool a parameter's description says its values come from ("Absolute path of the document, as
+    returned by files_locate"), or a sentence of its tool's (``owner``'s) description that names the parameter
+    ``name`` ("The messageId comes from SearchMailbox."); None when they name none."""
+    own = [s for s in _SENTENCE.split(owner.description or "") if re.search(rf"\b{re.escape(name)}\b", s)] \
+        if owner is not None and name else []
+    for match in _SOURCE.finditer(" ".join([str(schema.get("description", "")), str(
+            (schema.get("items") or {}).get("description", "")), *own])):
+        if match.group(1) in tools:
+            return match.group(1)
+    return None
+
+
+def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool],
+                     known: str) -> list[tuple[str, str, str]]:
+    """The ``(parameter, value, source)`` of ``call`` where a parameter documents the tool its values come from,
+    that tool is offered, and the value is a literal found nowhere in ``known`` or a reference to a step of another
+    tool: a made-up path or id the planner should have asked the source tool for."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return []
+    text = known.lower()
+    out = []
+    for name, value in call.args.items():
+        source = documented_source(tool.parameters.get("properties", {}).get(name, {}), tools, tool, name)
+        if source is None or source == call.name:
+            continue
+        for ref in find_refs(value):
+            if ref.step in earlier and earlier[ref.step].name != source:
+                out.append((name, f"${ref.step}", source))
+        for leaf in leaves(value):
+            if isinstance(leaf, str) and leaf.strip() and leaf.lower() not in text:
+                out.append((name, leaf, source))
+    return out

@@ -32,6 +32,13 @@ four to six; 3 with typos), written in session 25 before any run, as a held-out 
     python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh/tools.json \
         --cases benchmarks/data/pa_fresh/cases.jsonl --output benchmarks/results/pa_fresh.json
 
+``benchmarks/data/pa_fresh2`` holds a third (18 PascalCase tools with camelCase parameters: ``DispatchEmail(
+recipientAddresses, ...)``, ``ScheduleMeeting(eventStart, durationMinutes, ...)``) and 40 requests (5 no tool, 8 one
+call, 13 two or three, 14 four to six; 4 typos), written in session 26 before any run::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh2/tools.json \
+        --cases benchmarks/data/pa_fresh2/cases.jsonl --output benchmarks/results/pa_fresh2.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

@@ -11,6 +11,7 @@ import pytest
 from _helpers_models import real_model_available
 
 from tinyagent import Agent, Plan, Ref, Tool, ToolRegistry, tool
+from tinyagent._plan import Call
 from tinyagent.models import ModelRequest, ScriptedModel
 from tinyagent.run._repair import call_problem, repair_plan, request_numbers, unsourced_values
 
@@ -521,8 +522,11 @@ def test_a_reference_written_inside_a_text_passes_that_steps_result(body: str, p
     ])
     plan = Plan.from_json([{"id": 1, "name": "agenda", "args": {"day": "2027-01-22"}},
                            {"id": 2, "name": "sms", "args": {"body": body}}])
-    fixed = quoted_refs(plan.calls[1], {1: plan.calls[0]}, tools)
+    fixed = quoted_refs(plan.calls[1], {1: plan.calls[0]}, tools, "Text Rosa my agenda for the 22nd")
     assert fixed.args["body"] == (Ref(1) if passed == "ref" else body)
+    assert quoted_refs(plan.calls[1], {1: plan.calls[0]}, tools, "Email Jess the summary").args["body"] == body
+    taken = Call(2, "sms", {"body": Ref(1)})  # a result another step takes is not what the text meant
+    assert quoted_refs(Call(3, "sms", {"body": body}), {1: plan.calls[0], 2: taken}, tools).args["body"] == body
 
 
 def test_a_lookup_of_no_name_gives_way_to_the_one_number_the_request_writes() -> None:

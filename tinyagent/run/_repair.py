@@ -34,6 +34,7 @@ from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import asked_channel, channel_problem
+from ._clauses import GENERIC_NAME_WORDS, name_words
 from ._dangling import cut_plan_text, dangling_problem
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
@@ -441,12 +442,13 @@ _EMBEDDED_REF = re.compile(r"\$(\d+)")
 _TEXT_REF = re.compile(r"(?<![\w$])\$(\d{1,2})(?![\w.,$]\d|\w)")  # "$2" in a text, not "$2.50" or "$2,000"
 
 
-def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> Call:
+def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], request: str = "") -> Call:
     """``call`` with an earlier step's reference written inside a string of an identifier parameter made a
     reference again: ``attendee_emails=["$1@example.com"]`` or ``to="$2"`` after a lookup at step 1 or 2; in a
     list, a string that names several (``"$1$2@acme.io"``, ``"$1,marta@example.com"``) gives each once. A text
-    that names one earlier step that is no lookup (``messageBody="Here's your agenda for Jan 22. $2"``) passes that
-    step's result: nothing fills in a reference written inside a text."""
+    that names one earlier step that is no lookup and whose result no other step takes (``messageBody="Here's your
+    agenda for Jan 22. $2"``), and whose tool's name the request speaks of (``request``: a word of it past the
+    generic ones), passes that step's result: nothing fills in a reference written inside a text."""
     tool = tools.get(call.name)
     if tool is None:
         return call
@@ -465,14 +467,24 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
             return Ref(int(m.group(1)))
         return value
 
+    taken = {r.step for c in earlier.values() for r in find_refs(c.args)}
+
     def embedded(value: Any) -> Any:
         named = {int(k) for k in _TEXT_REF.findall(value)} if isinstance(value, str) else set()
         step = earlier.get(next(iter(named))) if len(named) == 1 else None
-        return Ref(step.id) if step is not None and lookup_kind(tools.get(step.name)) is None else value
+        # (not a lookup's, nor a result another step already takes: ">$1 (PDF summary)" meant the summary)
+        return Ref(step.id) if step is not None and step.id not in taken and lookup_kind(
+            tools.get(step.name)) is None and _asked_for(step.name, request) else value
 
     args = {k: fix(v) if isinstance(props.get(k), Mapping) and identifier_kind(props[k]) else embedded(v)
             for k, v in call.args.items()}
     return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
+def _asked_for(name: str, request: str) -> bool:
+    """Whether the request says a word of the tool's name past the generic ones (the first five letters)."""
+    said = {w[:5] for w in re.findall(r"[a-z]+", request.lower()) if len(w) >= 4}
+    return any(w[:5] in said for w in name_words(name) if len(w) >= 4 and w not in GENERIC_NAME_WORDS)
 
 
 def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str) -> Call:
@@ -517,7 +529,7 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     (always), :func:`invented_refs` and :func:`use_given_identifiers` (``given``),
     :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
     then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
-    call = quoted_refs(cut_plan_text(call, earlier), earlier, tools)
+    call = quoted_refs(cut_plan_text(call, earlier), earlier, tools, given.request if given is not None else "")
     if given is not None:
         call = use_given_identifiers(invented_refs(call, earlier, tools, given.request), earlier, given, tools)
     if grounding is not None:

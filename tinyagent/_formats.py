@@ -132,7 +132,7 @@ def with_identifier_formats(parameters: Mapping[str, Any], description: str, nam
     it is a list of strings or is named like a recipient field (to, cc, bcc, recipients) and its own text speaks of
     addresses or recipients, not of names; one with a kind already is left as it is.
     """
-    context = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", f"{name} {description}").replace(".", " ").replace("_", " ")
+    context = _spaced(f"{name} {description}").replace(".", " ")
     mail, phone = bool(_MAIL_CONTEXT.search(context)), bool(_PHONE_CONTEXT.search(context))
     props = parameters.get("properties")
     if mail == phone or not isinstance(props, Mapping):
@@ -148,12 +148,16 @@ def with_identifier_formats(parameters: Mapping[str, Any], description: str, nam
         listed = items.get("type") == "string"
         if not listed and (schema.get("type") != "string" or pname.lower() not in _TARGET_NAMES):
             continue
-        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", pname).replace("_", " ")  # recipientAddresses: its words
-        text = f"{words} {schema.get('description', '')} {items.get('description', '') if listed else ''}"
+        text = f"{_spaced(pname)} {schema.get('description', '')} {items.get('description', '') if listed else ''}"
         if _NAME_WORDS.search(text) or not (_TARGET_WORDS.search(text) or pname.lower() in _TARGET_NAMES):
             continue
         out[pname] = {**schema, "items": {**items, "format": fmt}} if listed else {**schema, "format": fmt}
     return {**parameters, "properties": out}
+
+
+def _spaced(text: str) -> str:
+    """``text`` with camelCase and snake_case words apart ("recipientAddresses" → "recipient Addresses")."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).replace("_", " ")
 
 
 _FINDS_EMAIL = re.compile(r"\be-?mail(?:\s+|-)?(?:address(?:es)?|ids?)\b", re.IGNORECASE)

@@ -27,7 +27,7 @@ from typing import Any
 from .._plan import Call, Plan, Ref, map_refs
 from .._tools import Tool
 from ._channels import echoed_messages, repeated_messages
-from ._clauses import GENERIC_NAME_WORDS, clause_spans, name_words
+from ._clauses import clause_spans, name_words, topic_words
 from ._lookups import lookup_kind
 from ._no_tool import grounded_in
 from ._repair import used_steps, without_orphans, without_steps
@@ -46,7 +46,7 @@ _WORD = re.compile(r"[a-z]+")
 
 def _own_clauses(call: Call, clauses: Sequence[tuple[int, int, str, frozenset[str]]]) -> list[str]:
     """The clauses that say a word of the call's tool name (one that says what it is, not a verb every tool has)."""
-    words = [w for w in name_words(call.name) if len(w) >= 4 and w not in GENERIC_NAME_WORDS]
+    words = topic_words(call.name)
     return [text for _, _, text, _ in clauses if any(
         w == s or len(os.path.commonprefix([w, s])) >= 5 for w in words for s in _WORD.findall(text.lower()))]
 
@@ -284,10 +284,11 @@ def drop_made_up_people(plan: Plan, tools: Mapping[str, Tool], request: str) -> 
         required = set(tool.parameters.get("required") or ()) if tool is not None else set()
         args = dict(call.args)
         for param, value in call.args.items():
-            if param not in required and isinstance(value, list) and any(
-                    isinstance(v, Ref) and v.step in made_up for v in value):
-                kept = [v for v in value if not (isinstance(v, Ref) and v.step in made_up)]
-                taken |= {v.step for v in value if isinstance(v, Ref) and v.step in made_up}
+            gone = {v.step for v in value if isinstance(v, Ref) and v.step in made_up} \
+                if param not in required and isinstance(value, list) else set()
+            if gone:
+                kept = [v for v in value if not (isinstance(v, Ref) and v.step in gone)]
+                taken |= gone
                 if kept:
                     args[param] = kept
                 else:

@@ -265,9 +265,10 @@ def repeated_messages(calls: Sequence[Call], tools: Mapping[str, Tool], request:
             groups.setdefault((call.name, _people(call, tools.get(call.name))), []).append(call)
     for (name, _), same in groups.items():
         asked = max(1, sum(len(clauses.get(kind, [])) for kind in sending[name]))
-        carried = [r for c in same if (r := _carried(c, tools[name])) is not None]
-        if len(same) > asked and carried:
-            out.update({c.id: carried[0] for c in same if _carried(c, tools[name]) is None})
+        carried = {c.id: _carried(c, tools[name]) for c in same}
+        sent = [r for r in carried.values() if r is not None]
+        if len(same) > asked and sent:
+            out.update({step: sent[0] for step, r in carried.items() if r is None})
     return out
 
 

@@ -22,7 +22,8 @@ from .._plan import Call
 from .._tools import Tool
 
 __all__ = ["GENERIC_NAME_WORDS", "action_clauses", "clause_heads", "clause_spans", "clause_verbs", "name_words",
-           "named_clauses", "named_groups", "same_target", "spelled_out", "unserved_clause", "verb_tools"]
+           "named_clauses", "named_groups", "same_target", "spelled_out", "topic_words", "unserved_clause",
+           "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
@@ -145,6 +146,12 @@ def same_target(one: Call, other: Call) -> bool:
         return {v.strip().lower() for v in call.args.values() if isinstance(v, str) and len(v.strip()) >= 3}
 
     return bool(texts(one) & texts(other))
+
+
+def topic_words(name: str, shortest: int = 4) -> set[str]:
+    """The words of a tool's name that say what it is about: not its verb or a generic object
+    (:data:`GENERIC_NAME_WORDS`), of ``shortest`` letters or more."""
+    return {w for w in name_words(name) if len(w) >= shortest and w not in GENERIC_NAME_WORDS}
 
 
 def name_words(name: str) -> list[str]:

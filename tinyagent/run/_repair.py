@@ -34,7 +34,7 @@ from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import asked_channel, channel_problem
-from ._clauses import GENERIC_NAME_WORDS, name_words
+from ._clauses import topic_words
 from ._dangling import cut_plan_text, dangling_problem
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
@@ -484,7 +484,7 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
 def _asked_for(name: str, request: str) -> bool:
     """Whether the request says a word of the tool's name past the generic ones (the first five letters)."""
     said = {w[:5] for w in re.findall(r"[a-z]+", request.lower()) if len(w) >= 4}
-    return any(w[:5] in said for w in name_words(name) if len(w) >= 4 and w not in GENERIC_NAME_WORDS)
+    return any(w[:5] in said for w in topic_words(name))
 
 
 def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], known: str) -> Call:

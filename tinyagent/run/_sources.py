@@ -19,6 +19,7 @@ _SOURCE = re.compile(
     r"(?:a call to |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
+
 def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owner: Tool | None = None,
                       name: str = "") -> str | None:
     """The offered tool a parameter's description says its values come from ("Absolute path of the document, as

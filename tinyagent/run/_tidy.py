@@ -52,7 +52,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
 from .._tools import Tool
 from ._channels import asked_channel, senders
-from ._clauses import GENERIC_NAME_WORDS, name_words, named_clauses, same_target
+from ._clauses import name_words, named_clauses, same_target, topic_words
 from ._lookups import lookup_kind
 from ._no_tool import grounded_in
 from ._repair import drop_replaced
@@ -439,10 +439,7 @@ def _read_back(calls: Sequence[Call], tools: Mapping[str, Tool]) -> set[int]:
 def _same_thing(one: str, other: str) -> bool:
     """Whether two tools' names share a word of what they act on (``notes.create`` and ``notes.fetch``), not only
     a verb or a generic object: an event's place is not read back by showing that place on a map."""
-    def topics(name: str) -> set[str]:
-        return {w[:5] for w in name_words(name) if len(w) >= 3 and w not in GENERIC_NAME_WORDS}
-
-    return bool(topics(one) & topics(other))
+    return bool({w[:5] for w in topic_words(one, 3)} & {w[:5] for w in topic_words(other, 3)})
 
 
 def _stored_copies(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:

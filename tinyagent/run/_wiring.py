@@ -436,7 +436,7 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
                                                                                           or ""))):
         tool = tools.get(step.name)
         if (tool is None or step.id in used or lookup_kind(tool) is not None or step.name in sending
-                or not reads_only(tool) and writes(tool, sending) or not _names(step.id, args, request)
+                or writes(tool, sending) or not _names(step.id, args, request)
                 or any(w.id < step.id and same_target(Call(step.id, step.name, args[step.id]),
                                                       Call(w.id, w.name, args[w.id])) for w in written)):
             continue

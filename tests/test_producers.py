@@ -359,3 +359,31 @@ def test_a_made_up_number_goes_to_the_person_the_texting_clause_names() -> None:
     assert kept.calls[0] == Call(1, "who_phone", {"person": "Priya"}) and kept.calls[1].args["numbers"] == [Ref(1)]
     both = "Text Priya and Tom that I'm running late."  # two people in the clause: which one is not known
     assert insert_producers(plan, tools, both, both)[0].calls[0].name == "buzz"
+
+
+def _card_tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("people_card", "Returns the matching contact card, with `email` and `mobile` fields.",
+                  {"who": {"type": "string", "description": "A name or a saved relation."}}, ["who"]),
+        openai_fn("post", "Composes a new e-mail and delivers it.", {"to": ADDRESSES, "subject": TEXT, "body": TEXT},
+                  ["to", "subject", "body"]),
+        openai_fn("sms", "Delivers one SMS.", {"to": {"type": "string", "description": "Recipient phone number."},
+                                               "txt": TEXT}, ["to", "txt"]),
+    ])
+
+
+def test_one_contact_card_finds_both_kinds_and_is_written_in_for_either() -> None:
+    """A registry with one lookup for both channels ("the contact card, with email and mobile fields"): a made-up
+    number and a made-up address each get that lookup; a tool that only mentions both kinds is no lookup."""
+    from tinyagent.run._lookups import lookup_kind, lookup_kinds
+
+    tools = _card_tools()
+    assert lookup_kinds(tools["people_card"]) == {"email", "phone"} and lookup_kind(tools["people_card"]) == "contact"
+    assert not lookup_kinds(tools["sms"]) and not lookup_kinds(tools["post"])
+    request = "Text my brother we'll meet at 2 and email Ana the plan"
+    plan = Plan(calls=(Call(1, "sms", {"to": "1234567890", "txt": "We'll meet at 2."}),
+                       Call(2, "post", {"to": ["ana@example.com"], "subject": "Plan", "body": "The plan."})))
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert [c.name for c in fixed.calls] == ["people_card", "sms", "people_card", "post"]
+    assert fixed.calls[0].args == {"who": "brother"} and fixed.calls[1].args["to"] == Ref(1)
+    assert fixed.calls[2].args == {"who": "Ana"} and fixed.calls[3].args["to"] == [Ref(3)]

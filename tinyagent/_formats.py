@@ -26,8 +26,8 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["date_patterns", "described_kind", "identifier_kind", "string_shapes", "with_identifier_formats",
-           "written_identifiers"]
+__all__ = ["NAME_WORDS", "date_patterns", "described_kind", "identifier_kind", "string_shapes",
+           "with_identifier_formats", "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
@@ -41,7 +41,7 @@ _SEPARATOR = re.compile(r", | - | / |/|; ")
 _SENTINEL = re.compile(r"^[a-z][a-z_]{1,15}$")
 _EMAIL_WORDS = re.compile(r"\be-?mail(?: address(?:es)?| ids?)\b", re.IGNORECASE)
 _PHONE_WORDS = re.compile(r"\b(?:phone|mobile|cell|telephone) numbers?\b", re.IGNORECASE)
-_NAME_WORDS = re.compile(r"\b(?:names?|handles?|usernames?|contacts?|ids?)\b", re.IGNORECASE)
+NAME_WORDS = re.compile(r"\b(?:names?|handles?|usernames?|contacts?|ids?)\b", re.IGNORECASE)
 _EMPTY = re.compile(r"\bempty\b|\bblank\b|''|\"\"", re.IGNORECASE)
 _FREE = r'[^"\\\x00-\x1f]'
 # Bounded, and without the characters that end an argument list (",", "=", ")", ...): a planner that began an
@@ -81,7 +81,7 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
     for written in _DATE_PATTERN.finditer(text):
         if not any(written.start() in span for span in covered):
             shapes.append(_date_shape(written.group()))
-    if not shapes and not _NAME_WORDS.search(text):
+    if not shapes and not NAME_WORDS.search(text):
         if _EMAIL_WORDS.search(text):
             shapes.append(_EMAIL)
         elif _PHONE_WORDS.search(text):
@@ -149,7 +149,7 @@ def with_identifier_formats(parameters: Mapping[str, Any], description: str, nam
         if not listed and (schema.get("type") != "string" or pname.lower() not in _TARGET_NAMES):
             continue
         text = f"{_spaced(pname)} {schema.get('description', '')} {items.get('description', '') if listed else ''}"
-        if _NAME_WORDS.search(text) or not (_TARGET_WORDS.search(text) or pname.lower() in _TARGET_NAMES):
+        if NAME_WORDS.search(text) or not (_TARGET_WORDS.search(text) or pname.lower() in _TARGET_NAMES):
             continue
         out[pname] = {**schema, "items": {**items, "format": fmt}} if listed else {**schema, "format": fmt}
     return {**parameters, "properties": out}

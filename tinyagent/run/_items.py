@@ -33,7 +33,7 @@ from .._plan import Call
 from .._tools import Tool
 from ._channels import asks_question, senders
 from ._clauses import spelled_out
-from ._lookups import lookup_kind
+from ._lookups import lookup_kinds
 
 __all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
            "attachment_slot", "sent_things_start", "unattached_problem", "unserved_item"]
@@ -140,7 +140,7 @@ def unserved_item(request: str, tools: Mapping[str, Tool], calls: Iterable[Call]
     if not calls or asks_question(request):
         return None
     called = {c.name for c in calls}
-    finds_addresses = any(lookup_kind(tools.get(name)) == "email" for name in called)
+    finds_addresses = any("email" in lookup_kinds(tools.get(name)) for name in called)
     for kind, words in sorted(pointed_kinds(_CONTENT.split(request, maxsplit=1)[0]).items()):
         users = item_users(kind, tools)
         if finds_addresses and re.search(r"mail\W*$", words, re.IGNORECASE):

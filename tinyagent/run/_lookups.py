@@ -9,6 +9,9 @@ over descriptions and schemas), never from a tool's name:
   "Jordan")`` → ``contacts_lookup_phone(person_name="Jordan")``);
 * :func:`mismatched_refs`: where no such swap is possible (a streamed plan whose lookup already ran), a call that
   passes such a result is a reason to plan again.
+
+A lookup may find both kinds: one contact card with an e-mail and a mobile field (:func:`lookup_kinds`). Its result
+goes to either kind's parameters, so it is never of the wrong kind.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._formats import described_kind, identifier_kind
+from .._formats import NAME_WORDS, described_kind, identifier_kind
 from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
 
-__all__ = ["finds_kind", "lookup_kind", "mismatched_refs", "speaks_of", "swap_lookups"]
+__all__ = ["finds_kind", "finds_kinds", "lookup_kind", "lookup_kinds", "mismatched_refs", "speaks_of", "swap_lookups"]
 
 
 def finds_kind(tool: Tool | None) -> str | None:
@@ -31,6 +34,29 @@ def finds_kind(tool: Tool | None) -> str | None:
         return None
     text = f"{tool.description} {tool.returns or ''}"
     return identifier_kind({"type": "string", "description": text}) or described_kind(text)
+
+
+_MAIL_WORD = re.compile(r"\be-?mails?\b", re.IGNORECASE)
+_PHONE_WORD = re.compile(r"\b(?:phone|mobile|cell|telephone)\b", re.IGNORECASE)
+
+
+def finds_kinds(tool: Tool | None) -> frozenset[str]:
+    """The identifier kinds a tool finds: the one its description names (:func:`finds_kind`), or both for a contact
+    card ("returns the matching contact card, with `email` and `mobile` fields"; "returns the contact's e-mail
+    address and phone number"): a description that speaks of e-mail and of a phone, of a tool whose only required
+    parameter is text that names someone ("A name or a saved relation")."""
+    one = finds_kind(tool)
+    if one is not None or tool is None:
+        return frozenset({one} if one else ())
+    text = f"{tool.description} {tool.returns or ''}"
+    if not (_MAIL_WORD.search(text) and _PHONE_WORD.search(text)) or len(tool.required) != 1:
+        return frozenset()
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    schema = props.get(tool.required[0])
+    if not isinstance(schema, Mapping) or schema.get("type", "string") != "string" \
+            or not NAME_WORDS.search(f"{tool.required[0]} {schema.get('description', '')}"):
+        return frozenset()
+    return frozenset({"email", "phone"})
 
 
 _SPEAKS_OF = {"email": re.compile(r"e-?mail|\baddress|\bcontact|\breach\b", re.IGNORECASE),
@@ -43,15 +69,22 @@ def speaks_of(kind: str, text: str) -> bool:
     return bool(_SPEAKS_OF[kind].search(text)) if kind in _SPEAKS_OF else False
 
 
-def lookup_kind(tool: Tool | None) -> str | None:
-    """The identifier kind a *lookup* finds: a tool that finds one and takes none (a sender to phone numbers
-    speaks of them too, but takes them)."""
-    kind = finds_kind(tool)
-    if kind is None or tool is None:
-        return None
+def lookup_kinds(tool: Tool | None) -> frozenset[str]:
+    """The identifier kinds a *lookup* finds: a tool that finds some (:func:`finds_kinds`) and takes none (a sender
+    to phone numbers speaks of them too, but takes them)."""
+    kinds = finds_kinds(tool)
+    if not kinds or tool is None:
+        return frozenset()
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
     takes = any(isinstance(s, Mapping) and identifier_kind(s) for s in props.values())
-    return None if takes else kind
+    return frozenset() if takes else kinds
+
+
+def lookup_kind(tool: Tool | None) -> str | None:
+    """The identifier kind a lookup finds (:func:`lookup_kinds`): ``"email"``, ``"phone"``, ``"contact"`` for both,
+    None for a tool that is no lookup."""
+    kinds = lookup_kinds(tool)
+    return None if not kinds else next(iter(kinds)) if len(kinds) == 1 else "contact"
 
 
 def _wanted_kinds(step: int, calls: Iterable[Call], tools: Mapping[str, Tool]) -> set[str | None]:
@@ -78,10 +111,10 @@ def swap_lookups(calls: Sequence[Call], tools: Mapping[str, Tool]) -> tuple[list
     for i, call in enumerate(calls):
         found = lookup_kind(tools.get(call.name))
         wanted = _wanted_kinds(call.id, calls[i + 1 :], tools)
-        if found is None or len(wanted) != 1 or None in wanted or found in wanted:
+        if found is None or len(wanted) != 1 or None in wanted or wanted <= lookup_kinds(tools.get(call.name)):
             continue
         kind = next(k for k in wanted if k is not None)
-        right = [t.name for t in tools.values() if lookup_kind(t) == kind and _takes_same_arguments(t, call.args)]
+        right = [t.name for t in tools.values() if lookup_kinds(t) == {kind} and _takes_same_arguments(t, call.args)]
         if len(right) == 1:
             out[i] = Call(call.id, right[0], dict(call.args))
             notes.append(f"plan: step {call.id} looks up {_KIND[kind]} with {right[0]}, not {_KIND[found]} "
@@ -104,8 +137,9 @@ def mismatched_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
         for ref in find_refs(value):
             source = earlier.get(ref.step)
             found = lookup_kind(tools.get(source.name)) if source is not None else None
-            if found is not None and found != want and source is not None:
-                right = sorted(t.name for t in tools.values() if lookup_kind(t) == want)
+            if found is not None and found != want and source is not None \
+                    and want not in lookup_kinds(tools.get(source.name)):
+                right = sorted(t.name for t in tools.values() if want in lookup_kinds(t))
                 hint = f"; {', '.join(right)} {'finds' if len(right) == 1 else 'find'} those" if right else ""
                 return (f"step {call.id} passes {ref} to {name}, which takes {_KIND[want]}, but step "
                         f"{ref.step} ({source.name}) finds {_KIND[found]}{hint}")

@@ -43,7 +43,7 @@ from ..errors import BudgetExceeded, ModelError
 from ..models import Completion, Model, ModelRequest, Preference
 from ._channels import asked_channel, asks_question
 from ._clauses import action_clauses, name_words, named_groups
-from ._lookups import lookup_kind, speaks_of
+from ._lookups import lookup_kinds, speaks_of
 from ._plan import call_model
 from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
@@ -319,10 +319,10 @@ def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, T
     """Whether the plan only looks up identifiers (e-mail addresses, phone numbers: tools that find one and take
     none, read from the registry) of a kind the request never speaks of: "What's Apple's share price?" planned as
     an e-mail lookup of "Apple". Its results go nowhere, and nothing asked for them."""
-    kinds = {lookup_kind(tools.get(c.name)) for c in calls}
-    if not calls or None in kinds or asked_channel(query):  # ("Text Jo: landed" as an e-mail lookup: _channels')
+    kinds = [lookup_kinds(tools.get(c.name)) for c in calls]
+    if not calls or not all(kinds) or asked_channel(query):  # ("Text Jo: landed" as an e-mail lookup: _channels')
         return False
-    return not any(speaks_of(str(k), query) for k in kinds)
+    return not any(speaks_of(k, query) for found in kinds for k in found)
 
 
 async def _ask(router: RoutingHook, model: Model, request: ModelRequest, notes: list[str]) -> float | None:

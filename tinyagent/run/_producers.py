@@ -35,7 +35,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import channel_clauses
 from ._clauses import named_clauses
-from ._lookups import lookup_kind
+from ._lookups import lookup_kind, lookup_kinds
 from ._repair import invented_identifiers
 from ._sources import documented_source
 
@@ -106,9 +106,26 @@ def _is_person(name: str, request: str) -> bool:
     return at is None or not _DETERMINER.search(request[:at.start()])
 
 
+_RELATIONS = re.compile(r"\b(?:my|our)\s+(" + "|".join("""
+mum mom mother mommy mummy dad father daddy parents sister sis brother bro wife husband partner spouse fianc[ée]e?
+boyfriend girlfriend son daughter kids grandma grandmother granny gran nana grandpa grandfather aunt auntie uncle
+cousin niece nephew boss manager landlord landlady assistant secretary dentist doctor accountant lawyer therapist
+neighbou?r roommate flatmate housemate babysitter nanny cleaner trainer coach tutor teacher mechanic
+""".split()) + r")\b(?!\s+(?-i:[A-Z]))", re.IGNORECASE)  # noqa: SIM905 - a word list reads better as text
+
+
+def relations(request: str) -> list[tuple[int, str]]:
+    """The people the request names by their relation to the user ("text my sister", "our landlord"), each with
+    where it is written: the word as written, which is what an address book saves them under (not where a name
+    follows: "my brother Luis" is Luis)."""
+    return [(m.start(1), m.group(1)) for m in _RELATIONS.finditer(request)]
+
+
 def people(request: str) -> list[str]:
-    """The request's names (:func:`request_names`) that are people's (:func:`_is_person`)."""
-    return [n for n in request_names(request) if _is_person(n, request)]
+    """The request's names (:func:`request_names`) that are people's (:func:`_is_person`), and the people it names
+    by a relation (:func:`relations`), in the request's order."""
+    named = [(request.find(n), n) for n in request_names(request) if _is_person(n, request)]
+    return list(dict.fromkeys(n for _, n in sorted(named + relations(request))))
 
 
 def person_lists(request: str) -> list[list[str]]:
@@ -159,7 +176,7 @@ def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | N
 def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str] | None:
     """The one offered tool that finds identifiers of ``kind`` and takes one text argument, with that argument's
     name; None when there is none, or more than one."""
-    finders = [t for t in tools.values() if lookup_kind(t) == kind and one_text_param(t)]
+    finders = [t for t in tools.values() if kind in lookup_kinds(t) and one_text_param(t)]
     return (finders[0].name, str(one_text_param(finders[0]))) if len(finders) == 1 else None
 
 
@@ -433,7 +450,7 @@ def merge_lookups(first: Plan, second: Plan, tools: Mapping[str, Tool], known: s
     lookups: list[Call] = []
     refs: dict[str, Ref] = {}
     for kind, made_up in values.items():
-        finds = [c for c in new if lookup_kind(tools.get(c.name)) == kind]
+        finds = [c for c in new if kind in lookup_kinds(tools.get(c.name))]
         if len(finds) != len(made_up):
             return None
         for value, found in zip(made_up, finds, strict=True):

@@ -38,7 +38,7 @@ from ._clauses import topic_words
 from ._dangling import cut_plan_text, dangling_problem
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
-from ._lookups import finds_kind, lookup_kind, mismatched_refs, speaks_of, swap_lookups
+from ._lookups import finds_kinds, lookup_kind, mismatched_refs, speaks_of, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
 from ._sources import documented_source, unsourced_values
@@ -247,12 +247,13 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         values = list(leaves(call.args))
         if call.id in used or not values or not all(isinstance(v, str) and 0 < len(v.split()) <= 4 for v in values):
             continue
-        finds = finds_kind(tools.get(call.name))
-        if finds is None:
+        finds = finds_kinds(tools.get(call.name))
+        if not finds:
             continue
         if not any(_grounded(v, request, stems) for v in values) or given is not None and any(
-                _belongs(lit, call) and _passed_elsewhere(lit, call, calls) for lit in given.by_kind.get(finds, [])
-        ) or not speaks_of(finds, request) and not asked_channel(request):
+                _belongs(lit, call) and _passed_elsewhere(lit, call, calls)
+                for kind in finds for lit in given.by_kind.get(kind, [])
+        ) or not any(speaks_of(kind, request) for kind in finds) and not asked_channel(request):
             out.add(call.id)
     return out
 
@@ -508,7 +509,7 @@ def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, T
             return [fix(v, kind) for v in value]
         if not isinstance(value, str) or value not in bad:
             return value
-        lookups = [c for c in earlier.values() if c.id not in used and finds_kind(tools.get(c.name)) == kind
+        lookups = [c for c in earlier.values() if c.id not in used and kind in finds_kinds(tools.get(c.name))
                    and _belongs(value, c)]
         if len(lookups) != 1:
             return value

@@ -41,7 +41,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import senders
 from ._clauses import name_words, same_target
-from ._lookups import lookup_kind, swap_lookups
+from ._lookups import lookup_kind, lookup_kinds, swap_lookups
 from ._producers import one_text_param, path_source, people, sole_finder, swap_literals
 from ._repair import invented_identifiers
 from ._sources import documented_source
@@ -236,7 +236,7 @@ def _lookup_for_the_one_name(calls: list[Call], args: dict[int, dict[str, Any]],
             wrong = [v for v in value if isinstance(v, Ref) and v.step in by_id
                      and lookup_kind(tools.get(by_id[v.step].name)) is None]
             finder = sole_finder(kind, tools)
-            if len(wrong) != 1 or finder is None or any(lookup_kind(tools.get(c.name)) == kind for c in calls):
+            if len(wrong) != 1 or finder is None or any(kind in lookup_kinds(tools.get(c.name)) for c in calls):
                 continue
             new = Call(max(by_id) + 1, finder[0], {finder[1]: names[0]})
             args[new.id] = dict(new.args)
@@ -326,7 +326,7 @@ def _rewire_identifiers(call: Call, args: dict[str, Any], calls: list[Call], too
         if not wrong:
             continue
         spare = [c.id for c in calls if c.id < call.id and Ref(c.id) not in value
-                 and lookup_kind(tools.get(c.name)) == kind and _by_name(c)]
+                 and kind in lookup_kinds(tools.get(c.name)) and _by_name(c)]
         written = [] if spare else [w for w in written_identifiers(known)[kind] if w not in value]
         if written:  # "text it to +1 312 555 0144" planned with the place's link, and no lookup to pass instead
             args[name] = [v for v in value if v not in wrong] + written

@@ -241,3 +241,12 @@ def test_let_someone_know_by_a_channel_is_a_request_to_send() -> None:
     unserved = unserved_channel("Practice is cancelled tonight. Let Dariusz know by text.", tools, reminded)
     assert unserved is not None and "phone.sendText" in unserved
     assert unserved_channel("Remind me to let Dariusz know", tools, reminded) is None  # no channel asked
+
+
+def test_a_note_to_the_user_is_no_request_to_send() -> None:
+    """"ping me at 7pm to pack" is a reminder: a plan that reads "Hanna's email" and replies to it sends nothing by
+    e-mail and leaves nothing unserved."""
+    request = "Dig out Hanna's email about the offsite and reply that I'm in, and ping me at 7pm to pack"
+    assert unserved_channel(request, _tools(), [Call(1, "meet", {"title": "Offsite"})]) is None
+    assert unserved_channel("Dig out the offsite email and ping Hanna that I'm in", _tools(),
+                            [Call(1, "meet", {"title": "Offsite"})]) is not None

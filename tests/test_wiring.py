@@ -566,3 +566,45 @@ def test_a_route_read_and_not_sent_becomes_the_messages_text() -> None:
     assert wired.calls[1].args["body"] == Ref(1) and notes
     told = request.replace("text them to", "text that I'm on my way to")  # a message of its own
     assert wire_results(plan, tools, told, told)[0] == plan
+
+
+def test_a_message_written_after_whom_it_goes_to_is_the_requests_own() -> None:
+    """"text my brother we'll meet there at 2" gives the message (no "that", no quotes): the route read beside it
+    is not sent in its place."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("route", "Turn-by-turn route with travel time.", {"dst": TEXT}, ["dst"]),
+        openai_fn("sms", "Delivers one SMS.", {"to": {"type": "string", "description": "Recipient phone number."},
+                                               "txt": TEXT}, ["to", "txt"]),
+    ])
+    plan = Plan(calls=(Call(1, "route", {"dst": "Tate Modern"}),
+                       Call(2, "sms", {"to": "+44 7700 900461", "txt": "We'll meet there at 2."})))
+    for request in ("Plan the route to the Tate Modern and text my brother we'll meet there at 2",
+                    "Plan the route to the Tate Modern and let Bo know I'm on my way"):
+        assert wire_results(plan, tools, request, request)[0] == plan
+    asked = "Plan the route to the Tate Modern and text it to +44 7700 900461"
+    assert wire_results(plan, tools, asked, asked)[0].calls[1].args["txt"] == Ref(1)
+
+
+def test_a_result_in_an_optional_place_of_a_write_is_no_stored_copy_of_a_message() -> None:
+    """A meeting link that the e-mail sends and the calendar entry takes as its place: the entry is asked for
+    ("schedule it ... with the link as the location"), not a copy of the e-mail's text."""
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("bridge_open", "Opens a video-conference room and hands back its join link.", {"topic": TEXT},
+                  ["topic"]),
+        openai_fn("calendar_entry_insert", "Adds an entry to the user's calendar.",
+                  {"title": TEXT, "loc": TEXT}, ["title"]),
+        openai_fn("notebook_append", "Adds text to the bottom of an existing notebook page.",
+                  {"page": TEXT, "txt": TEXT}, ["page", "txt"]),
+        openai_fn("mail", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+    ])
+    request = "Open a video room for the sync, schedule it with the link as the location, and email jo@x.io the link"
+    plan = Plan(calls=(Call(1, "bridge_open", {"topic": "Sync"}),
+                       Call(2, "calendar_entry_insert", {"title": "Sync", "loc": Ref(1)}),
+                       Call(3, "mail", {"to": ["jo@x.io"], "body": Ref(1)})))
+    assert tidy_plan(plan, tools, request) == (plan, [])
+    copied = Plan(calls=(Call(1, "bridge_open", {"topic": "Sync"}),
+                         Call(2, "notebook_append", {"page": "Sync", "txt": Ref(1)}),
+                         Call(3, "mail", {"to": ["jo@x.io"], "body": Ref(1)})))
+    assert len(tidy_plan(copied, tools, "Open a video room and email jo@x.io the link")[0].calls) == 2

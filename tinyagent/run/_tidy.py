@@ -443,16 +443,18 @@ def _same_thing(one: str, other: str) -> bool:
 
 
 def _stored_copies(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
-    """Unused writes of a step's result that a message of the plan sends too, whose tool's name the request does
-    not say."""
+    """Unused writes of a step's result (as what they must store: a required parameter's value, not an optional
+    place) that a message of the plan sends too, whose tool's name the request does not say."""
     used = {r.step for c in calls for r in find_refs(c.args)}
     sending = senders(tools.values())
     sent = {r.step for c in calls if c.name in sending for r in _content_refs(c, tools[c.name])}
     return {c.id for c in calls if c.id not in used and c.name in tools and writes(tools[c.name], sending)
-            and any(r.step in sent for r in _content_refs(c, tools[c.name]))
+            and any(r.step in sent for r in _content_refs(c, tools[c.name], required=True))
             and not _said(set(name_words(c.name)), request)}
 
 
-def _content_refs(call: Call, tool: Tool) -> list[Ref]:
-    """The references ``call`` passes in parameters that take no identifier (what it writes or sends, not to whom)."""
-    return [r for name, value in call.args.items() if not takes_identifier(tool, name) for r in find_refs(value)]
+def _content_refs(call: Call, tool: Tool, required: bool = False) -> list[Ref]:
+    """The references ``call`` passes in parameters that take no identifier (what it writes or sends, not to whom;
+    ``required``: in required parameters only)."""
+    return [r for name, value in call.args.items() if not takes_identifier(tool, name)
+            and (not required or name in tool.required) for r in find_refs(value)]

@@ -367,8 +367,11 @@ def _split_shared(call: Call, args: dict[str, Any], calls: list[Call], tools: Ma
     return notes
 
 
-_GIVEN_MESSAGE = re.compile(r"\b(?:that|saying|says?|tell(?:ing)?)\b|[\"“‘][^\"”’]{3,}[\"”’]|(?:^|\s)'[^']{3,}'",
-                            re.IGNORECASE)
+# A message the request writes: after "that", "saying", "tell", in quotes, or as a sentence of its own after whom it
+# goes to ("text my brother we'll meet there at 2", "let my sister know I've landed").
+_GIVEN_MESSAGE = re.compile(r"\b(?:that|saying|says?|tell(?:ing)?)\b|[\"“‘][^\"”’]{3,}[\"”’]|(?:^|\s)'[^']{3,}'"
+                            r"|\b(?:text|txt|sms|message|e-?mail|ping|know)\s+(?:(?:my|our|the)\s+)?(?:[\w'’.-]+\s+)?"
+                            r"(?:I|we|he|she|they)(?:['’](?:m|ll|re|ve|d))?\s+[a-z]", re.IGNORECASE)
 
 
 def _calls_in_values(calls: list[Call], args: dict[int, dict[str, Any]]) -> list[str]:

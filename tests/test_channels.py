@@ -250,3 +250,15 @@ def test_a_note_to_the_user_is_no_request_to_send() -> None:
     assert unserved_channel(request, _tools(), [Call(1, "meet", {"title": "Offsite"})]) is None
     assert unserved_channel("Dig out the offsite email and ping Hanna that I'm in", _tools(),
                             [Call(1, "meet", {"title": "Offsite"})]) is not None
+
+
+@pytest.mark.parametrize(("request_text", "calls", "unserved"), [
+    ("Let Oliver and Grace know by text that the barbecue moved", [Call(1, "who_phone", {"who": "Oliver"})], True),
+    ("Grab Ingrid's details and both text and email her that the keys are under the mat",
+     [Call(1, "who_mail", {"who": "Ingrid"}), Call(2, "post", {"to": ["$1"], "body": "Keys"})], True),
+    ("Grab Ingrid's details and email her that the keys are under the mat",
+     [Call(1, "who_mail", {"who": "Ingrid"}), Call(2, "post", {"to": ["$1"], "body": "Keys"})], False),
+])
+def test_letting_several_people_know_and_both_channels_are_requests_to_send(request_text: str, calls: list[Call],
+                                                                             unserved: bool) -> None:
+    assert (unserved_channel(request_text, _tools(), calls) is not None) is unserved

@@ -44,3 +44,22 @@ def test_a_request_to_meet_online_gets_a_link_for_the_left_out_place() -> None:
     made = Plan(calls=(Call(1, "hall_open", {"name": "Onboarding"}), *plan.calls[:1]))
     assert link_producers(made, _tools(), "Schedule an online onboarding on Friday")[0].calls[1].args == \
         plan.calls[0].args  # a link is made already: wiring it is another repair's
+
+
+def test_a_link_the_request_does_not_give_is_the_link_makers_result() -> None:
+    """A maker that "hands back its join link"; "text Raj the link" planned with a made-up URL: the maker's result
+    goes instead. A link the request writes stays, and so does one beside two different links made."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("bridge_open", "Opens a video-conference room and hands back its join link.", {"topic": TEXT},
+                  ["topic"]),
+        openai_fn("sms", "Delivers one SMS.", {"to": TEXT, "txt": TEXT}, ["to", "txt"]),
+    ])
+    plan = Plan(calls=(Call(1, "bridge_open", {"topic": "Call with Raj"}),
+                       Call(2, "sms", {"to": "+44 7700 900461", "txt": "https://example.com/video"})))
+    fixed, notes = link_producers(plan, tools, "Make a video room and text the link to +44 7700 900461")
+    assert fixed.calls[1].args["txt"] == Ref(1) and notes
+    given = "Make a video room and text https://example.com/video to +44 7700 900461"
+    assert link_producers(plan, tools, given) == (plan, [])
+    two = Plan(calls=(plan.calls[0], Call(2, "bridge_open", {"topic": "Other"}),
+                      Call(3, "sms", {"to": "+44 7700 900461", "txt": "https://example.com/video"})))
+    assert link_producers(two, tools, "Make two rooms and text the link to +44 7700 900461") == (two, [])

@@ -387,3 +387,12 @@ def test_one_contact_card_finds_both_kinds_and_is_written_in_for_either() -> Non
     assert [c.name for c in fixed.calls] == ["people_card", "sms", "people_card", "post"]
     assert fixed.calls[0].args == {"who": "brother"} and fixed.calls[1].args["to"] == Ref(1)
     assert fixed.calls[2].args == {"who": "Ana"} and fixed.calls[3].args["to"] == [Ref(3)]
+
+
+def test_a_made_up_address_built_from_a_relation_gets_the_relations_lookup() -> None:
+    """"email it to my fiancée" planned with ``fiancée's_email@example.com``: the card of "fiancée"."""
+    tools = _card_tools()
+    request = "Email the vendor list to my fiancée"
+    plan = Plan(calls=(Call(1, "post", {"to": ["fiancée's_email@example.com"], "subject": "Vendors", "body": "x"}),))
+    fixed, _ = insert_producers(plan, tools, request, request)
+    assert fixed.calls[0] == Call(1, "people_card", {"who": "fiancée"}) and fixed.calls[1].args["to"] == [Ref(1)]

@@ -46,9 +46,9 @@ _SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", r
 # A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu", "Let Dariusz know by
 # text"), not a mention of the channel ("I need the email for Maria", "Invite ann@x.org to lunch"), nor a note to the
 # user ("ping me at 7pm to pack": a reminder).
-_SEND_VERB = re.compile(r"(?:^|[,;:.!?]\s*|\b(?:and|then|please|pls|plz|also|you|u)\s+)"
+_SEND_VERB = re.compile(r"(?:^|[,;:.!?]\s*|\b(?:and|then|please|pls|plz|also|you|u|both)\s+)"
                         r"(?:text|sms|e-?mail|mail|message|send|forward|write\s+to|notify|inform|ping|"
-                        r"let\s+[\w.'-]+(?:\s+[\w.'-]+)?\s+know)\b(?!\s+(?:me|myself)\b)", re.IGNORECASE)
+                        r"let\s+[\w.'-]+(?:\s+[\w.'-]+){0,2}\s+know)\b(?!\s+(?:me|myself)\b)", re.IGNORECASE)
 # A request that opens by sending a thing to a named person, by no channel: "Send the Q4 budget to Maria Garcia".
 _SEND_TO_SOMEONE = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Ss]end|[Ff]orward|[Ss]hare|[Pp]ass)\b[^.;?!]*?\bto\s+"
                               r"(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z]")

@@ -29,7 +29,8 @@ _WORD = re.compile(r"[a-z]{4,}")
 _ASKS_VIRTUAL = re.compile(r"\b(?:online|virtual|remote|zoom|webex|skype|google\s+meet|teams\s+(?:call|meeting)"
                            r"|video[- ]?(?:call|chat|conference|meeting))\b", re.IGNORECASE)
 _LINK_WORDS = frozenset(["returns", "return", "link", "links", "with", "from", "that", "this", "each", "which"])
-_RETURNS_LINK = re.compile(r"\breturns?\b[^.]*\b(?:url|link|uri)\b", re.IGNORECASE)
+_RETURNS_LINK = re.compile(r"\b(?:returns?|hands?\s+back|gives?\s+back|responds?\s+with)\b[^.]*\b(?:url|link|uri)\b",
+                           re.IGNORECASE)
 _VIRTUAL = re.compile(
     r"^\s*(?:an?\s+|the\s+)?(?:online|virtual|remote|video|zoom|teams|google\s+meet|meet|webex|skype|web|webinar"
     r"|conference\s+call|video[- ]?(?:call|conference|chat|meeting|room|link))"
@@ -92,6 +93,30 @@ def link_producers(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple
             break
         numbers[call.id] = len(out) + 1
         out.append(Call(len(out) + 1, call.name, args))
+    out, made_up = _made_up_links(out, {m.name for m in makers}, request)
+    notes += made_up
     if not notes:
         return plan, []
     return Plan(calls=tuple(out), answer=plan.answer), notes
+
+
+_URL = re.compile(r"\s*(?:https?://|www\.)\S+\s*")
+
+
+def _made_up_links(calls: list[Call], makers: set[str], request: str) -> tuple[list[Call], list[str]]:
+    """A whole value that is a link the request does not write ("text Raj the link" planned with
+    ``txt="https://example.com/video"``), passed after the plan's one call of a link maker: that call's result (its
+    first, where the same call is written twice)."""
+    made = [c.id for c in calls if c.name in makers]
+    if len({(c.name, repr(sorted(c.args.items()))) for c in calls if c.name in makers}) != 1:
+        return calls, []  # (none, or two different links; one call written twice is one link)
+    out, notes = [], []
+    for call in calls:
+        args = dict(call.args)
+        for name, value in call.args.items():
+            if call.id > made[0] and isinstance(value, str) and _URL.fullmatch(value) and value.strip() not in request:
+                args[name] = Ref(made[0])
+                notes.append(f"plan: step {call.id} passed {name}={value!r}, a link the request does not give; "
+                             f"passed step {made[0]}'s result instead")
+        out.append(Call(call.id, call.name, args) if args != call.args else call)
+    return out, notes

@@ -252,6 +252,9 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
     if kind is not None:
         finder = sole_finder(kind, tools)
         person = name_in_request(value, request) if finder is not None else None
+        if person is None and finder is not None:  # ("fiancée's_email@example.com" for "my fiancée")
+            local = _fold(value.split("@")[0])
+            person = next((word for _, word in relations(request) if _fold(word) in local), None)
         if person is None and finder is not None and not re.search(r"[^\W\d_]", value):
             # A made-up number is no one's name: the person it was meant for, paired in order when the call made
             # up one for each of a list ("text Marta and Diego"), else the request's one person, if one.

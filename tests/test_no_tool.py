@@ -146,7 +146,7 @@ def test_question_decides_when_the_model_weighs_it(monkeypatch: pytest.MonkeyPat
     weighted = {"bias": 0.0, "p_join": 0.0, "verify": -1.0, "grounded": 0.0, "overlap": 0.0}
     monkeypatch.setattr(no_tool_module, "NO_TOOL_MODEL", weighted)
     model = _model(verify_yes=verify_yes, p_join=0.4)
-    result = _plan(model, "Turn off the lights in the kitchen")
+    result = _plan(model, "Water the plants in the kitchen")  # (no rule refuses it: the model weighs it)
     check = result.no_tool_check  # type: ignore[attr-defined]
     assert check.asked and check.refused is refused
     assert (result.plan.calls == ()) is refused  # type: ignore[attr-defined]
@@ -157,7 +157,7 @@ def test_question_skipped_when_no_answer_changes_the_decision(monkeypatch: pytes
     weighted = {"bias": -20.0, "p_join": 0.0, "verify": -1.0, "grounded": 0.0, "overlap": 0.0}
     monkeypatch.setattr(no_tool_module, "NO_TOOL_MODEL", weighted)
     model = _model(verify_yes=0.01, p_join=0.4)
-    result = _plan(model, "Turn off the lights in the kitchen")
+    result = _plan(model, "Water the plants in the kitchen")
     check = result.no_tool_check  # type: ignore[attr-defined]
     assert not check.asked and not check.refused
     assert not any(_is_verify(r) for r in model.requests)
@@ -487,3 +487,35 @@ def test_a_plan_of_two_tools_for_two_asked_actions_is_not_refused() -> None:
     assert kept is not None and not kept.refused and kept.probability == 0.0
     asked = decide("Could you check the slot and add a task about the weather?")  # a question: the model decides
     assert asked is not None and asked.probability > 0.0
+
+
+@pytest.mark.parametrize(("request_text", "unserved"), [
+    ("Book us a table for four at Lucio's on Saturday around 8, please.", "book or reserve something"),
+    ("pay the electricity bill from my current account, it's due friday", "pay or transfer money"),
+    ("It's freezing in here, turn the heating up to 22 in the living room.", "control a device"),
+    ("Cancel my dentist appointment on Friday.", "remove something"),
+    ("Book the dentist and put it on my calendar for Friday", None),  # a second clause a tool may serve
+    ("Book a table at Lucio's and text Bo that we're on", None),  # the text can still go
+    ("Put my dentist appointment on Friday", None),
+])
+def test_a_request_for_an_action_no_offered_tool_does_fits_no_tool(request_text: str, unserved: str | None) -> None:
+    """Booking, buying, paying and switching a device need a tool made for them: with none offered (by the words
+    a tool that does them would use: "reserve", "checkout", "thermostat", ...), the request's one action fits no
+    tool. A tool that speaks of doing so may: a "Turn-by-turn route" is no switch, "Set the global volume for all
+    audio playback" is."""
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent.run._no_tool import unserved_action
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("cal_add", "Creates an event on the calendar.", {"title": TEXT}, ["title"]),
+        openai_fn("sms", "Sends an SMS to phone numbers.", {"to": TEXT}, ["to"]),
+        openai_fn("route", "Turn-by-turn route with travel time.", {"dst": TEXT}, ["dst"]),
+    ])
+    assert unserved_action(request_text, tools) == unserved
+    audio = ToolRegistry.from_openai([openai_fn("set_volume", "Set the global volume for all audio playback.",
+                                                {"volume": {"type": "integer"}}, ["volume"])])
+    assert unserved_action("could you turn it down to 70?", audio) is None
+    reserves = ToolRegistry.from_openai([openai_fn("table_hold", "Reserves a restaurant table.", {"at": TEXT}, ["at"])])
+    assert unserved_action("Book us a table for four at Lucio's", reserves) is None

@@ -49,8 +49,8 @@ from ._settings import NO_TOOL_MODEL, NO_TOOL_PREF, AgentSettings
 
 __all__ = ["NoToolCheck", "VERIFY_QUESTION", "check_no_tool", "first_call_is_clear", "no_tool_probability",
            "SECOND_CHOICE_FLOOR", "join_probability", "second_choice_settings",
-           "grounded_in", "lookups_for_nothing", "plan_features", "removal_unserved", "request_text", "verify_feature",
-           "verify_request"]
+           "grounded_in", "lookups_for_nothing", "plan_features", "removal_unserved", "request_text", "unserved_action",
+           "verify_feature", "verify_request"]
 
 VERIFY_QUESTION = (
     "Check the plan before it runs. Does the tool you called really do what the request asks (not just something "
@@ -265,9 +265,9 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
     """
     if settings.no_tool_check == "off" or not calls:
         return None
-    if settings.no_tool_check == "auto" and removal_unserved(query, tools):
-        notes.append(f"plan: no tool fits the request (it asks to remove something, and no offered tool removes "
-                     f"anything); dropped {', '.join(c.name for c in calls)}")
+    if settings.no_tool_check == "auto" and (unserved := unserved_action(query, tools)):
+        notes.append(f"plan: no tool fits the request (it asks to {unserved}, and no offered tool does); dropped "
+                     f"{', '.join(c.name for c in calls)}")
         return NoToolCheck(probability=1.0, refused=True)
     if settings.no_tool_check == "auto" and lookups_for_nothing(calls, query, tools):
         notes.append(f"plan: no tool fits the request (only {', '.join(c.name for c in calls)}, which look up "
@@ -300,9 +300,24 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
     return NoToolCheck(features, round(probability, 4), refused, asked, time.perf_counter() - started)
 
 
-_REMOVAL_ASKED = re.compile(r"(?:^|[.!?;:]\s+|\b(?:please|pls|and|then|you|u)\s+)(?:cancel|delete|remove|erase|trash|"
-                            r"call\s+off|get\s+rid\s+of|unsubscribe)\b", re.IGNORECASE)
+_OPENS = r"(?:^|[.!?;:,]\s+|\b(?:please|pls|and|then|you|u)\s+)"
+_REMOVAL_ASKED = re.compile(_OPENS + r"(?:cancel|delete|remove|erase|trash|call\s+off|get\s+rid\s+of|unsubscribe)\b",
+                            re.IGNORECASE)
 _REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|unsubscrib)", re.IGNORECASE)
+# Actions a personal assistant is often asked for that need a tool made for them (English verbs and the words a tool
+# that does them would use; no tool's name): (what is asked, how it opens a clause, what a tool that does it says).
+_ACTIONS = (
+    ("book or reserve something", re.compile(_OPENS + r"(?:book|reserve)\b", re.IGNORECASE),
+     re.compile(r"\b(?:book|reserv)", re.IGNORECASE)),
+    ("order or buy something", re.compile(_OPENS + r"(?:order|buy|purchase)\b(?!\s+(?:of|by)\b)", re.IGNORECASE),
+     re.compile(r"\b(?:order|buy|purchas|shop|cart|checkout)", re.IGNORECASE)),
+    ("pay or transfer money", re.compile(_OPENS + r"(?:pay|transfer)\b", re.IGNORECASE),
+     re.compile(r"\b(?:pay|transfer|bank|invoice|bill)", re.IGNORECASE)),
+    ("control a device", re.compile(_OPENS + r"(?:turn|switch|dim)\s+(?:\w+\s+){0,3}?(?:on|off|up|down)\b",
+                                    re.IGNORECASE),
+     re.compile(r"\b(?:turns?\s+(?:\w+\s+)?(?:on|off|up|down)\b|switch|dim|thermostat|heat|light|lamp|device|applianc"
+                r"|audio|sound|brightness|speaker|mute)", re.IGNORECASE)),
+)
 
 
 def removal_unserved(query: str, tools: Mapping[str, Tool]) -> bool:
@@ -311,8 +326,26 @@ def removal_unserved(query: str, tools: Mapping[str, Tool]) -> bool:
     create or read, so no tool fits."""
     if not _REMOVAL_ASKED.search(query) or asked_channel(query):
         return False
-    return not any(_REMOVES.search(f"{' '.join(name_words(name))} {tool.description or ''}")
-                   for name, tool in tools.items())
+    return not any(_REMOVES.search(_words_of(name, tool)) for name, tool in tools.items())
+
+
+def unserved_action(query: str, tools: Mapping[str, Tool]) -> str | None:
+    """What the request asks for that no offered tool does, when that is all it asks: to remove something
+    (:func:`removal_unserved`), or, in its one clause of action, to book, buy, pay or switch a device on ("Book us
+    a table for four at Lucio's", "turn the heating up to 22"), while no offered tool's name or description speaks
+    of doing so and nothing is to be sent. None when a tool may do it."""
+    if removal_unserved(query, tools):
+        return "remove something"
+    if asked_channel(query) or len(action_clauses(query, tools)) > 1:
+        return None
+    for what, asked, done in _ACTIONS:
+        if asked.search(query) and not any(done.search(_words_of(name, tool)) for name, tool in tools.items()):
+            return what
+    return None
+
+
+def _words_of(name: str, tool: Tool) -> str:
+    return f"{' '.join(name_words(name))} {tool.description or ''}"
 
 
 def lookups_for_nothing(calls: Sequence[Call], query: str, tools: Mapping[str, Tool]) -> bool:

@@ -137,3 +137,20 @@ def test_a_verb_no_name_says_is_read_from_a_descriptions_nouns_of_action() -> No
     assert verb_tools("invite", tools, by_name=True) == set()
     unserved = unserved_clause("Book lunch with Noor at 1pm and invite her", tools, [Call(1, "agenda", {})])
     assert unserved is not None and unserved[1] == {"calendar_add"}
+
+
+def test_a_verb_names_the_tool_whose_name_says_the_same_act_in_other_words() -> None:
+    """"remind me ..." and ``alerts_ping_schedule`` ("Pings the user's phone ... at a set moment"); "summarise the
+    forecast" and ``drive_pdf_digest``: a timer planned for the reminder leaves the clause unserved."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("alerts_ping_schedule", "Pings the user's phone with a short message at a set moment.",
+                  {"msg": TEXT, "at": TEXT}, ["msg", "at"]),
+        openai_fn("timer_countdown_start", "Countdown timer; rings when it reaches zero.",
+                  {"mins": {"type": "number"}}, ["mins"]),
+        openai_fn("drive_pdf_digest", "Condenses a PDF into a short summary.", {"fid": TEXT}, ["fid"]),
+    ])
+    assert verb_tools("remind", tools) == {"alerts_ping_schedule"}
+    assert verb_tools("summarise", tools) == {"drive_pdf_digest"}
+    note = unserved_clause("Remind me tonight at 9 to put the bins out.", tools,
+                           [Call(1, "timer_countdown_start", {"mins": 180})])
+    assert note is not None and note[1] == {"alerts_ping_schedule"}

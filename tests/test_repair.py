@@ -549,3 +549,26 @@ def test_a_lookup_of_no_name_gives_way_to_the_one_number_the_request_writes() ->
                             {"id": 2, "name": "sms", "args": {"to": ["$1"], "body": "on"}}])
     kept, _ = repair_plan(marco, ModelRequest(messages=[{"role": "user", "content": named}]), named, TODAY, tools)
     assert [c.name for c in kept.calls] == ["phone_of", "sms"]
+
+
+@pytest.mark.parametrize(("param", "owner_text", "source"), [
+    ("File id from drive_files_find.", "Condenses a PDF.", "drive_files_find"),
+    ("Message id.", "The mid must come from a mail_inbox_search result.", "mail_inbox_search"),
+    ("Path of a file found with drive_files_find.", "Reads a file.", "drive_files_find"),
+    ("Message id.", "Answers a message.", None),
+    ("Text from the user.", "Reads a file.", None),  # "from" after no id or path names no source
+])
+def test_a_parameters_source_is_the_tool_its_registry_words_name(param: str, owner_text: str,
+                                                                  source: str | None) -> None:
+    from _helpers_tools import openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent.run._sources import documented_source
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("drive_files_find", "Finds files.", {"q": {"type": "string"}}, ["q"]),
+        openai_fn("mail_inbox_search", "Inbox search.", {"q": {"type": "string"}}, ["q"]),
+        openai_fn("owner", owner_text, {"mid": {"type": "string", "description": param}}, ["mid"]),
+    ])
+    schema = tools["owner"].parameters["properties"]["mid"]
+    assert documented_source(schema, dict(tools.items()), tools["owner"], "mid") == source

@@ -15,8 +15,9 @@ from .._tools import Tool
 __all__ = ["documented_source", "unsourced_values"]
 
 _SOURCE = re.compile(
-    r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from)|comes? from|taken from) "
-    r"(?:a call to |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
+    r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from|with)|comes? from|taken from"
+    r"|(?:id|ids|identifier|path|paths|handle|token|key) from) "  # ("File id from drive_files_find.")
+    r"(?:a call to |an? |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 

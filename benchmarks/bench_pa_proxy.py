@@ -39,6 +39,14 @@ call, 13 two or three, 14 four to six; 4 typos), written in session 26 before an
     python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh2/tools.json \
         --cases benchmarks/data/pa_fresh2/cases.jsonl --output benchmarks/results/pa_fresh2.json
 
+``benchmarks/data/pa_fresh3`` holds a fourth (20 noun-first snake_case tools with terse parameters: one contact card
+``people_directory_lookup(who)`` for both channels, ``mail_outbox_send(to, subj, body)``, ``sms_gateway_push(to,
+txt)``, ``calendar_entry_insert(title, from_iso, until_iso)``; weather, timer, units and to-do tools) and 40 requests
+(5 no tool, 9 one call, 13 two or three, 13 four to six; 4 typos), written in session 27 before any run::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh3/tools.json \
+        --cases benchmarks/data/pa_fresh3/cases.jsonl --output benchmarks/results/pa_fresh3.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

@@ -168,15 +168,15 @@ def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -
         return frozenset()
     out = {name for name in tools if _says(verb, name_words(name))}
     if not out:  # ("remind" and ``alerts_ping_schedule``)
-        out = {name for name in tools if any(_says(other, name_words(name)) for other in _SAME_ACT.get(verb, ()))}
+        same = _SAME_ACT.get(_BRITISH.sub(r"iz\1", verb), ())
+        out = {name for name in tools if any(_says(other, name_words(name)) for other in same)}
     if not out and not by_name:
         out = {name for name, tool in tools.items() if _says(verb, _actions(tool.description or ""))}
     return frozenset(out)
 
 
 # Verbs whose act vendors name with other words (English words, no tool's name).
-_SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"),
-             "summarize": ("digest", "condense"), "summarise": ("digest", "condense")}
+_SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"), "summarize": ("digest", "condense")}
 
 
 def _actions(description: str) -> list[str]:

@@ -109,15 +109,15 @@ def swap_lookups(calls: Sequence[Call], tools: Mapping[str, Tool]) -> tuple[list
     kind (when exactly one offered tool finds it and takes the same arguments); with a note per swap."""
     out, notes = list(calls), []
     for i, call in enumerate(calls):
-        found = lookup_kind(tools.get(call.name))
+        found = lookup_kinds(tools.get(call.name))
         wanted = _wanted_kinds(call.id, calls[i + 1 :], tools)
-        if found is None or len(wanted) != 1 or None in wanted or wanted <= lookup_kinds(tools.get(call.name)):
+        if not found or len(wanted) != 1 or None in wanted or wanted <= found:
             continue
         kind = next(k for k in wanted if k is not None)
         right = [t.name for t in tools.values() if lookup_kinds(t) == {kind} and _takes_same_arguments(t, call.args)]
         if len(right) == 1:
             out[i] = Call(call.id, right[0], dict(call.args))
-            notes.append(f"plan: step {call.id} looks up {_KIND[kind]} with {right[0]}, not {_KIND[found]} "
+            notes.append(f"plan: step {call.id} looks up {_KIND[kind]} with {right[0]}, not {_KIND[next(iter(found))]} "
                          f"with {call.name} (its result goes where {_KIND[kind]} go)")
     return out, notes
 
@@ -136,12 +136,11 @@ def mismatched_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
             continue
         for ref in find_refs(value):
             source = earlier.get(ref.step)
-            found = lookup_kind(tools.get(source.name)) if source is not None else None
-            if found is not None and found != want and source is not None \
-                    and want not in lookup_kinds(tools.get(source.name)):
+            found = lookup_kinds(tools.get(source.name)) if source is not None else frozenset()
+            if found and want not in found and source is not None:
                 right = sorted(t.name for t in tools.values() if want in lookup_kinds(t))
                 hint = f"; {', '.join(right)} {'finds' if len(right) == 1 else 'find'} those" if right else ""
                 return (f"step {call.id} passes {ref} to {name}, which takes {_KIND[want]}, but step "
-                        f"{ref.step} ({source.name}) finds {_KIND[found]}{hint}")
+                        f"{ref.step} ({source.name}) finds {_KIND[next(iter(found))]}{hint}")
     return None
 

@@ -184,7 +184,8 @@ def name_in_request(value: str, request: str) -> str | None:
     """The name in ``request`` that a made-up identifier was built from, as the request writes it: a run of
     capitalised words one of which is a part of the value's local part (``priya.s@...`` and "Priya Sharma"), or
     whose words joined are the local part (``alexkim@...`` and "Alex Kim"), or a full name whose surname ends the
-    local part (``danielcruz@...`` and "Dana Cruz"). None when no run, or more than one, fits."""
+    local part (``danielcruz@...`` and "Dana Cruz"); else the first relation the request names by which the local part
+    is built (``fiancée's_email@...`` and "my fiancée"). None when no run, or more than one, fits, and no relation."""
     local = _fold(value.split("@")[0])
     parts = {p for p in _SPLIT.split(local) if len(p) >= 2}
     joined = _SPLIT.sub("", local)
@@ -195,7 +196,9 @@ def name_in_request(value: str, request: str) -> str | None:
                 len(words) > 1 and len(words[-1]) >= 4 and joined.endswith(words[-1])):  # danielcruz@: "Dana Cruz"
             fits.append(" ".join(run))
     fits = list(dict.fromkeys(fits))
-    return fits[0] if len(fits) == 1 else None
+    if len(fits) == 1:
+        return fits[0]
+    return next((word for _, word in relations(request) if _fold(word) in local), None)
 
 
 def terms_in_request(value: str, request: str) -> str | None:
@@ -252,9 +255,6 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
     if kind is not None:
         finder = sole_finder(kind, tools)
         person = name_in_request(value, request) if finder is not None else None
-        if person is None and finder is not None:  # ("fiancée's_email@example.com" for "my fiancée")
-            local = _fold(value.split("@")[0])
-            person = next((word for _, word in relations(request) if _fold(word) in local), None)
         if person is None and finder is not None and not re.search(r"[^\W\d_]", value):
             # A made-up number is no one's name: the person it was meant for, paired in order when the call made
             # up one for each of a list ("text Marta and Diego"), else the request's one person, if one.

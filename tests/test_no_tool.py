@@ -519,3 +519,9 @@ def test_a_request_for_an_action_no_offered_tool_does_fits_no_tool(request_text:
     assert unserved_action("could you turn it down to 70?", audio) is None
     reserves = ToolRegistry.from_openai([openai_fn("table_hold", "Reserves a restaurant table.", {"at": TEXT}, ["at"])])
     assert unserved_action("Book us a table for four at Lucio's", reserves) is None
+    # a contact tool that "looks a person up in the address book" books nothing; time booked is a calendar's
+    book = ToolRegistry.from_openai([*(t.to_openai() for t in tools.values()), openai_fn(
+        "find_person", "Looks a person up in the user's address book.", {"who": TEXT}, ["who"])])
+    assert unserved_action("Can you book a table for four at Dishoom on Friday?", book) == "book or reserve something"
+    assert unserved_action("Book 30 minutes with Maria next Friday at 3pm", book) is None
+    assert unserved_action("book a call with Sid tomorrow", book) is None

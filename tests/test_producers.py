@@ -389,6 +389,25 @@ def test_one_contact_card_finds_both_kinds_and_is_written_in_for_either() -> Non
     assert fixed.calls[2].args == {"who": "Ana"} and fixed.calls[3].args["to"] == [Ref(3)]
 
 
+def test_a_lookup_that_names_the_other_kind_only_to_send_it_elsewhere_finds_its_own() -> None:
+    """"It does not return phone numbers; for those, use find_mobile": the e-mail lookup finds e-mail addresses
+    only (naming both kinds made it a contact card for both, and a text went to its result)."""
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent.run._lookups import lookup_kinds
+
+    who = {"who": {**TEXT, "description": "The person's name, or a relation such as 'landlord'."}}
+    tools = ToolRegistry.from_openai([
+        openai_fn("find_mailbox", "Returns the person's contact record, whose main field is the e-mail address. It "
+                  "does not return phone numbers; for those, use find_mobile.", who, ["who"]),
+        openai_fn("find_mobile", "Returns the mobile number on which they can receive texts. It does not return "
+                  "e-mail addresses.", who, ["who"]),
+        openai_fn("card", "Returns the e-mail address, not the phone number, of a contact.", who, ["who"]),
+    ])
+    assert lookup_kinds(tools["find_mailbox"]) == {"email"} and lookup_kinds(tools["find_mobile"]) == {"phone"}
+    assert lookup_kinds(tools["card"]) == {"email"}
+
+
 def test_a_made_up_address_built_from_a_relation_gets_the_relations_lookup() -> None:
     """"email it to my fiancée" planned with ``fiancée's_email@example.com``: the card of "fiancée"."""
     tools = _card_tools()

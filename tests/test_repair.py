@@ -241,7 +241,8 @@ def _day_tools() -> ToolRegistry:
     ("Remind me to call the dentist tomorrow", "2026-12-02 00:00:00", "2026-12-02"),
     ("Remind me to call the dentist tomorrow at midnight", "2026-12-02 00:00:00", "2026-12-02 00:00:00"),
     ("Remind me to call the dentist tomorrow at 9am", "2026-12-02 09:00:00", "2026-12-02 09:00:00"),
-    ("Remind me to call the dentist tomorrow", "2026-12-05 00:00:00", "2026-12-05 00:00:00"),  # not the given day
+    ("Remind me to call the dentist tomorrow", "2026-12-05 00:00:00", "2026-12-02"),  # moved to the day given
+    ("Remind me to call the dentist tomorrow and on Friday", "2026-12-05 00:00:00", "2026-12-05 00:00:00"),
 ])
 def test_a_day_at_midnight_is_written_as_a_day_where_the_parameter_allows_one(query: str, due: str,
                                                                               expected: str) -> None:
@@ -572,3 +573,26 @@ def test_a_parameters_source_is_the_tool_its_registry_words_name(param: str, own
     ])
     schema = tools["owner"].parameters["properties"]["mid"]
     assert documented_source(schema, dict(tools.items()), tools["owner"], "mid") == source
+
+
+def test_references_that_went_to_each_others_places_are_exchanged() -> None:
+    """"Reply to Kofi's last mail with the survey's summary" planned as ``reply(mid=$2, body=$3)``: the message id
+    is documented as taken from the mail search, $3 is that search and $2 the summary."""
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent.run._sources import swap_sourced_refs
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("mail_search", "Searches the inbox.", {"q": TEXT}, ["q"]),
+        openai_fn("pdf_digest", "Summarises a PDF.", {"fid": TEXT}, ["fid"]),
+        openai_fn("reply", "Replies to a message.", {
+            "mid": {**TEXT, "description": "The message id, taken from mail_search's result."}, "body": TEXT},
+            ["mid", "body"]),
+    ])
+    earlier = {1: Call(1, "pdf_digest", {"fid": "f1"}), 2: Call(2, "mail_search", {"q": "Kofi"})}
+    swapped = swap_sourced_refs(Call(3, "reply", {"mid": Ref(1), "body": Ref(2)}), earlier, tools)
+    assert swapped.args == {"mid": Ref(2), "body": Ref(1)}
+    right = Call(3, "reply", {"mid": Ref(2), "body": Ref(1)})
+    assert swap_sourced_refs(right, earlier, tools) == right
+    alone = Call(3, "reply", {"mid": Ref(1), "body": "Thanks"})  # nothing to exchange with: the replan's business
+    assert swap_sourced_refs(alone, earlier, tools) == alone

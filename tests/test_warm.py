@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from tinyagent import Agent, AgentSettings, tool
-from tinyagent._prompts import build_joiner_followup, data_block
+from tinyagent import Agent, AgentSettings, Ref, tool
+from tinyagent._prompts import brief_result, build_joiner_followup, data_block, format_observation
 from tinyagent.models import ScriptedModel
 from tinyagent.run._warm import Prefills
 
@@ -111,3 +112,36 @@ def test_open_data_block_is_the_start_of_the_closed_one() -> None:
                                   allow_replan=False, boundary="DATA-1", open_end=True)
     assert follow[-1]["content"].startswith(ahead[-1]["content"])
     assert follow[-1]["content"].rstrip().endswith("do instead>`.")
+
+
+def test_joiner_lines_drop_what_the_call_line_shows_and_cut_results_later_steps_used() -> None:
+    receipt = {"to": ["sid@example.com"], "subject": "Standup notes", "attachments": [], "cc": None,
+               "created": {"title": "Standup notes", "start": "2027-01-12T10:00"}}
+    line = brief_result(receipt, {"to": [Ref(1)], "subject": "Standup notes"})
+    assert json.loads(line) == {"to": ["sid@example.com"], "created": {"start": "2027-01-12T10:00"}}
+    assert brief_result({"subject": "Standup notes"}, {"subject": "Standup notes"}) == "ok"
+    assert brief_result([], {"query": "x"}) == "[]"  # an empty listing still says it found nothing
+    assert brief_result("Standup notes", {"title": "Standup notes"}) == "Standup notes"  # a bare value stays
+    note = "# Standup\n" + "- an item that goes on for a while\n" * 10
+    cut = brief_result(note, {"title": "Standup"}, [3])
+    assert cut.startswith("# Standup") and cut.endswith("characters, passed to step 3)") and len(cut) < 160
+    assert brief_result(note, {"title": "Standup"}) == format_observation(note)
+
+
+def test_the_join_prompt_cuts_a_note_a_later_step_sent() -> None:
+    @tool(effects="read")
+    def long_note(title: str) -> str:
+        """Read a long note."""
+        return f"# {title}\n" + "- an item that goes on for a while\n" * 10 + "- the last item"
+
+    plan = '1. long_note(title="standup")\n2. slow_lookup(name=$1)\n3. join()\n<END_OF_PLAN>'
+    model = PrefillingModel([plan, "Answer: done."])
+    agent = Agent([slow_lookup, long_note], model=model, settings=AgentSettings(joiner="llm"))  # type: ignore[arg-type]
+    result = agent.run_sync("Look up whoever my standup note names")
+    final = model.requests[-1].messages[-1]["content"]
+    first = final[final.index("1. long_note"):final.index("2. slow_lookup")]
+    assert first.endswith("passed to step 2)\n") and "the last item" not in first
+    assert result.steps[0].observation().endswith("the last item")  # replans still see the whole result
+    assert model.prefilled
+    for messages in model.prefilled:
+        assert final.startswith(messages[-1]["content"])

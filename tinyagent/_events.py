@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._plan import Call, Plan, refs_to_strings
-from ._prompts import format_observation
+from ._prompts import brief_result, format_observation
 from .models import Usage
 
 __all__ = [
@@ -77,12 +77,20 @@ class StepRecord:
         """Whether the step succeeded."""
         return self.status == "ok"
 
-    def observation(self) -> str:
-        """``k. tool(args) -> result`` for the joiner and replan prompts."""
+    def observation(self, used_by: Sequence[int] | None = None) -> str:
+        """``k. tool(args) -> result`` for the joiner and replan prompts.
+
+        Args:
+            used_by: for the joiner: the steps that took this result as input. The result is then written without
+                what the call line shows, and cut when later steps used it (:func:`~tinyagent._prompts.brief_result`);
+                None (replans, grounding) writes it whole.
+        """
         call = Call(self.id, self.name, self.args).to_text() if self.args is not None else f"{self.id}. {self.name}()"
-        if self.ok:
+        if not self.ok:
+            return f"{call} -> {self.status.upper()}: {self.error}"
+        if used_by is None:
             return f"{call} -> {format_observation(self.result)}"
-        return f"{call} -> {self.status.upper()}: {self.error}"
+        return f"{call} -> {brief_result(self.result, self.args or {}, used_by)}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict."""

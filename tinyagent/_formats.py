@@ -26,7 +26,7 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["NAME_WORDS", "date_patterns", "described_kind", "identifier_kind", "string_shapes",
+__all__ = ["NAME_WORDS", "affirmed", "date_patterns", "described_kind", "identifier_kind", "string_shapes",
            "with_identifier_formats", "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
@@ -164,11 +164,26 @@ _FINDS_EMAIL = re.compile(r"\be-?mail(?:\s+|-)?(?:address(?:es)?|ids?)\b", re.IG
 _FINDS_PHONE = re.compile(r"\b(?:phone|mobile|cell|telephone)(?:\s+|-)?numbers?\b", re.IGNORECASE)
 
 
+_DENIED = re.compile(
+    r"\b(?:(?:does|do|will|can|should)\s*(?:not|n't)|never|cannot)\s+(?:return|give|provide|include|find|contain|"
+    r"look|show|hand|list)\w*\b[^.;]*"  # "It does not return phone numbers; for those, use ..."
+    r"|,?\s*\b(?:but\s+)?not\s+(?:the\s+|an?\s+|their\s+|its\s+)?"  # ", not the phone number"
+    r"(?:e-?mail|phone|mobile|cell)[^.;,]*",
+    re.IGNORECASE)
+
+
+def affirmed(text: str) -> str:
+    """``text`` without what it denies a tool does ("It does not return phone numbers", "the e-mail address, not
+    the phone number"): a lookup's description often names the other kind only to send it elsewhere."""
+    return _DENIED.sub(" ", text)
+
+
 def described_kind(text: str) -> str | None:
     """The one identifier kind a tool's description speaks of (``"email"``: "returns the best match's e-mail
     address"; ``"phone"``: "returns the mobile number of a contact"); None for both or neither. Unlike a
     parameter's (:func:`identifier_kind`), a lookup's description names the person it is given ("search the
     contacts by name"), so names do not rule a kind out here."""
+    text = affirmed(text)
     mail, phone = bool(_FINDS_EMAIL.search(text)), bool(_FINDS_PHONE.search(text))
     return None if mail == phone else "email" if mail else "phone"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ._grounded_formats import values_for_parameter
@@ -181,6 +181,56 @@ def format_observation(value: Any, limit: int = 400) -> str:
         except (TypeError, ValueError):
             text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def brief_result(value: Any, args: Mapping[str, Any], used_by: Sequence[int] = (), *, limit: int = 400,
+                 used_limit: int = 100) -> str:
+    """A tool result for the joiner, without what its own call line already shows.
+
+    Fields that are empty, or that repeat one of the call's literal arguments (a title, a subject, a search query),
+    are dropped at any depth: the call is printed on the same line, so nothing is lost, and every token left is one
+    the joiner must evaluate after the last step. A result that later steps took as input (``used_by``) is cut to
+    ``used_limit`` characters and says where it went: the answer speaks of those steps, not of the text they
+    carried. Values the call resolved (a looked-up address in ``to``) differ from its arguments, so they stay.
+    """
+    kept = _without(value, {_norm(v) for v in _literals(args)}) if isinstance(value, Mapping) else value
+    if kept is _DROP:
+        kept = "ok" if value else value
+    text = format_observation(kept, limit=limit)
+    if used_by and len(text) > used_limit:
+        steps = ", ".join(str(k) for k in used_by)
+        text = f"{text[:used_limit].rstrip()}... ({len(text)} characters, passed to step {steps})"
+    return text
+
+
+_DROP = object()
+
+
+def _literals(value: Any) -> Iterator[Any]:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _literals(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _literals(v)
+    elif isinstance(value, str) and value.strip() and not value.startswith("$"):
+        yield value
+
+
+def _norm(value: Any) -> str:
+    return " ".join(str(value).split()).casefold()
+
+
+def _without(value: Any, literals: set[str]) -> Any:
+    """``value`` with empty fields and literal echoes removed (:data:`_DROP` when nothing is left)."""
+    if isinstance(value, Mapping):
+        out = {k: v for k, v in ((k, _without(v, literals)) for k, v in value.items()) if v is not _DROP}
+        return out or _DROP
+    if isinstance(value, list | tuple):
+        return list(value) or _DROP
+    if value is None or (isinstance(value, str) and (not value.strip() or _norm(value) in literals)):
+        return _DROP
+    return value
 
 
 def new_boundary() -> str:

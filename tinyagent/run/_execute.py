@@ -12,9 +12,10 @@ from .._plan_parser import PlanStreamParser
 from .._routing_base import RouteSignals, Stage
 from ..errors import ModelError, PlanError, PlanValidationError
 from ..models import Model, ModelRequest
+from ._days import RequestDays
 from ._no_tool import check_no_tool, first_call_is_clear, join_probability, request_text, second_choice_settings
 from ._plan import PlanStream, Repair, call_model, planner_request
-from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, ruled_out, undated_days
+from ._repair import GivenIdentifiers, call_problem, known_text, repair_call, ruled_out
 from ._retrieve import disagrees_with_examples
 from ._state import RunSetup, RunState
 from ._warm import JoinWarmer, Prefills, joiner_needed
@@ -220,7 +221,7 @@ def _repairer(setup: RunSetup, state: RunState, request: ModelRequest) -> Repair
         return None
     given = GivenIdentifiers(state.query, state.today) if identifiers else None
     grounding = request_text(request, state.query) if optionals else None
-    days = undated_days(state.query, state.today)
+    days = RequestDays.of(state.query, state.today)
 
     def repair(call: Call, earlier: Mapping[int, Call]) -> Call:
         fixed = repair_call(call, earlier, given, state.offer.tools, grounding, days)

@@ -16,7 +16,7 @@ from ..models import Completion, ModelRequest
 from ._plan import call_model
 from ._state import RunSetup, RunState
 from ._template import template_answer, template_covers
-from ._warm import JoinWarmer
+from ._warm import JoinWarmer, finished_lines
 
 __all__ = ["Verdict", "join", "template_answer"]
 
@@ -49,7 +49,7 @@ async def join(setup: RunSetup, state: RunState, allow_replan: bool,
         await state.emit(AnswerDelta(text, state.attempt))
         return "answer", text
     model = setup.router.select("join", state.signals)
-    observations = state.observations()
+    observations = finished_lines(state.records)
     if planner_messages and result.plan_texts and result.models and result.models[-1] == model.name:
         # Same model as the plan: continue its conversation, so the KV cache covers everything but the results.
         messages = build_joiner_followup(planner_messages, result.plan_texts[-1], state.query, observations,

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._formats import NAME_WORDS, described_kind, identifier_kind
+from .._formats import NAME_WORDS, affirmed, described_kind, identifier_kind
 from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
@@ -32,7 +32,7 @@ def finds_kind(tool: Tool | None) -> str | None:
     """The identifier kind a tool finds, by its description and what it returns (a contact lookup: ``"email"``)."""
     if tool is None:
         return None
-    text = f"{tool.description} {tool.returns or ''}"
+    text = affirmed(f"{tool.description} {tool.returns or ''}")
     return identifier_kind({"type": "string", "description": text}) or described_kind(text)
 
 
@@ -48,7 +48,7 @@ def finds_kinds(tool: Tool | None) -> frozenset[str]:
     one = finds_kind(tool)
     if one is not None or tool is None:
         return frozenset({one} if one else ())
-    text = f"{tool.description} {tool.returns or ''}"
+    text = affirmed(f"{tool.description} {tool.returns or ''}")
     if not (_MAIL_WORD.search(text) and _PHONE_WORD.search(text)) or len(tool.required) != 1:
         return frozenset()
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}

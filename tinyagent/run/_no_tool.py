@@ -301,14 +301,17 @@ async def check_no_tool(router: RoutingHook, model: Model, planner: ModelRequest
 
 
 _OPENS = r"(?:^|[.!?;:,]\s+|\b(?:please|pls|and|then|you|u)\s+)"
+# "Book 30 minutes with Maria", "book a call with Sid": time on the calendar, which a calendar tool does
+_TIME_BOOKED = (r"(?:\s+(?:me|us))?\s+(?:(?:a|an|some|half\s+an?|\d+|one|two|three|an?\s+hour)\s+)?(?:minutes?|mins?|"
+                r"hours?|hrs?|time|meeting|call|slot|session|catch-?up|sync)\b")
 _REMOVAL_ASKED = re.compile(_OPENS + r"(?:cancel|delete|remove|erase|trash|call\s+off|get\s+rid\s+of|unsubscribe)\b",
                             re.IGNORECASE)
 _REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|unsubscrib)", re.IGNORECASE)
 # Actions a personal assistant is often asked for that need a tool made for them (English verbs and the words a tool
 # that does them would use; no tool's name): (what is asked, how it opens a clause, what a tool that does it says).
 _ACTIONS = (
-    ("book or reserve something", re.compile(_OPENS + r"(?:book|reserve)\b", re.IGNORECASE),
-     re.compile(r"\b(?:book|reserv)", re.IGNORECASE)),
+    ("book or reserve something", re.compile(_OPENS + r"(?:book|reserve)\b(?!" + _TIME_BOOKED + ")", re.IGNORECASE),
+     re.compile(r"(?<!address )(?<!phone )(?<!note )(?<!e-)\bbook|\breserv", re.IGNORECASE)),  # not "address book"
     ("order or buy something", re.compile(_OPENS + r"(?:order|buy|purchase)\b(?!\s+(?:of|by)\b)", re.IGNORECASE),
      re.compile(r"\b(?:order|buy|purchas|shop|cart|checkout)", re.IGNORECASE)),
     ("pay or transfer money", re.compile(_OPENS + r"(?:pay|transfer)\b", re.IGNORECASE),

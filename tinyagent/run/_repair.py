@@ -9,12 +9,9 @@ plan uses nowhere and that belongs to what the step looked up (the step's argume
 step's arguments), the reference becomes that identifier. A step whose every use was replaced so is dropped from the
 plan (in a streamed run it may already have run: it only looked something up).
 
-A date the request gives without a time ("next week", "tomorrow") that the planner wrote at midnight
-(``2027-03-01 00:00:00``) is written in the parameter's date-only form where its description documents one ("or
-YYYY-MM-DD for an all-day task"). A call to a tool that takes no arguments and tells the current date, whose result
-no step uses, is dropped from a whole plan unless the request asks for the date or time.
-
-Nothing here is keyed to a tool's name: what a parameter holds comes from its schema and description, what the
+Dates are held to the days the request names (:mod:`~._days`). A call to a tool that takes no arguments and tells
+the current date, whose result no step uses, is dropped from a whole plan unless the request asks for the date or
+time. Nothing here is keyed to a tool's name: what a parameter holds comes from its schema and description, what the
 request gives from :func:`tinyagent._grounding.ground`.
 """
 
@@ -26,8 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._formats import date_patterns, identifier_kind
-from .._grounded_formats import strftime_pattern
+from .._formats import identifier_kind
 from .._grounding import ground
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
@@ -36,17 +32,18 @@ from ..models import ModelRequest
 from ._channels import asked_channel, channel_problem
 from ._clauses import topic_words
 from ._dangling import cut_plan_text, dangling_problem
+from ._days import RequestDays, date_only, on_the_named_day
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
 from ._lookups import finds_kinds, lookup_kind, mismatched_refs, speaks_of, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
-from ._sources import documented_source, unsourced_values
+from ._sources import documented_source, swap_sourced_refs, unsourced_values
 
-__all__ = ["GivenIdentifiers", "call_problem", "date_only", "documented_source", "drop_replaced",
+__all__ = ["GivenIdentifiers", "call_problem", "documented_source", "drop_replaced",
            "drop_ungrounded_optionals", "invented_identifiers", "invented_note", "invented_refs", "known_text",
            "quoted_refs", "redundant_date_steps", "repair_call", "repair_plan", "request_numbers", "ruled_out",
-           "stray_lookups", "undated_days", "unfit_calls", "unsourced_note", "unsourced_values",
+           "stray_lookups", "unfit_calls", "unsourced_note", "unsourced_values",
            "use_given_identifiers", "used_steps", "without_orphans", "without_steps", "wrap_bare_refs"]
 
 _TOKEN = re.compile(r"[a-z0-9]{2,}")
@@ -56,7 +53,6 @@ _ASKS_DATE = re.compile(
     r"\b(?:what|which)\b[^?.!]{0,20}\b(?:date|day|time|year|month)\b|\btoday'?s date\b|\bday of the week\b"
     r"|\bhow (?:many|long)\b[^?.!]{0,20}\b(?:days?|weeks?|until|till|since|left)\b|\b(?:date|time) (?:is it|now)\b",
     re.IGNORECASE)
-_MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
 _NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?|\.\d+)\s*"
                      r"(%|percent\b|k\b|thousand\b|million\b|m\b|billion\b|bn\b)?", re.IGNORECASE)
 _SCALE = {"k": 1e3, "thousand": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
@@ -180,38 +176,6 @@ def _droppable(value: Any) -> bool:
     if isinstance(value, int | float):
         return True
     return isinstance(value, str) and 0 < len(value.split()) <= 4
-
-
-def undated_days(request: str, today: dt.date) -> frozenset[dt.date]:
-    """The days ``request`` gives without a time of day ("next week", "on Friday")."""
-    return frozenset(dt.date.fromisoformat(v.value) for v in ground(request, today) if v.kind == "date")
-
-
-def date_only(call: Call, tools: Mapping[str, Tool], days: Iterable[dt.date]) -> Call:
-    """``call`` with each date-time at midnight on one of ``days`` written in its parameter's date-only form, where
-    the parameter's description documents one beside a form with a time ("formatted YYYY-MM-DD HH:MM:SS, or
-    YYYY-MM-DD for an all-day task"): the request gave a day, not midnight."""
-    tool, days = tools.get(call.name), set(days)
-    if tool is None or not days:
-        return call
-    props: Mapping[str, Any] = tool.parameters.get("properties", {})
-    args = dict(call.args)
-    for name, value in call.args.items():
-        patterns = date_patterns(props.get(name, {})) if isinstance(value, str) else []
-        day_form = next((p for p in patterns if not re.search(r"[Hh]{2}", p)), None)
-        if day_form is None:
-            continue
-        for pattern in patterns:
-            if pattern == day_form:
-                continue
-            try:
-                moment = dt.datetime.strptime(value, strftime_pattern(pattern))
-            except ValueError:
-                continue
-            if moment.time() == dt.time() and moment.date() in days and _MIDNIGHT.search(value):
-                args[name] = moment.strftime(strftime_pattern(day_form))
-            break
-    return call if args == dict(call.args) else Call(call.id, call.name, args)
 
 
 def wrap_bare_refs(call: Call, tools: Mapping[str, Tool]) -> Call:
@@ -525,17 +489,20 @@ def invented_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, T
 
 
 def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers | None, tools: Mapping[str, Tool],
-                grounding: str | None, days: Iterable[dt.date] = ()) -> Call:
-    """One call through the repairs that are on: :func:`~._dangling.cut_plan_text` and :func:`quoted_refs`
-    (always), :func:`invented_refs` and :func:`use_given_identifiers` (``given``),
+                grounding: str | None, days: RequestDays | None = None) -> Call:
+    """One call through the repairs that are on: :func:`~._dangling.cut_plan_text`, :func:`quoted_refs` and
+    :func:`~._sources.swap_sourced_refs` (always), :func:`invented_refs` and :func:`use_given_identifiers`
+    (``given``),
     :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
-    then :func:`date_only` (``days``: :func:`undated_days` of the request)."""
+    then :func:`~._days.on_the_named_day` and :func:`~._days.date_only` (``days``: the request's)."""
     call = quoted_refs(cut_plan_text(call, earlier), earlier, tools, given.request if given is not None else "")
+    call = swap_sourced_refs(call, earlier, tools)
     if given is not None:
         call = use_given_identifiers(invented_refs(call, earlier, tools, given.request), earlier, given, tools)
     if grounding is not None:
         call = drop_ungrounded_optionals(call, tools, grounding)
-    return date_only(wrap_bare_refs(call, tools), tools, days)
+    days = days or RequestDays()
+    return date_only(on_the_named_day(wrap_bare_refs(call, tools), days), tools, days)
 
 
 def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, tools: Mapping[str, Tool], *,
@@ -543,7 +510,7 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
     """:func:`repair_call` over a whole plan, then :func:`drop_replaced`; with notes of what changed."""
     given = GivenIdentifiers(query, today) if identifiers else None
     grounding = request_text(planner, query) if optionals else None
-    days = undated_days(query, today)
+    days = RequestDays.of(query, today)
     done: dict[int, Call] = {}
     out: list[Call] = []
     calls, notes = swap_lookups(plan.calls, tools) if identifiers else (list(plan.calls), [])

@@ -8,11 +8,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._plan import Call, find_refs
+from .._plan import Call, Ref, find_refs
 from .._provenance import leaves
 from .._tools import Tool
 
-__all__ = ["documented_source", "unsourced_values"]
+__all__ = ["documented_source", "swap_sourced_refs", "unsourced_values"]
 
 _SOURCE = re.compile(
     r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from|with)|comes? from|taken from"
@@ -56,3 +56,27 @@ def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str
             if isinstance(leaf, str) and leaf.strip() and leaf.lower() not in text:
                 out.append((name, leaf, source))
     return out
+
+
+def swap_sourced_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> Call:
+    """``call`` with two references exchanged where each went where the other belongs: a parameter that documents
+    its source (a message id "taken from searchMailInbox's result") passed the result of another tool, while
+    another parameter of the call passed the source's result ("reply to Kofi's last mail with the survey's
+    summary" planned as ``reply(message_id=$2, body=$3)``, $2 the summary and $3 the mail search)."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return call
+    props = tool.parameters.get("properties", {})
+    single = {name: value for name, value in call.args.items()
+              if isinstance(value, Ref) and value.step in earlier}
+    for name, ref in single.items():
+        source = documented_source(props.get(name, {}), tools, tool, name)
+        if source is None or earlier[ref.step].name == source:
+            continue
+        for other, theirs in single.items():
+            if other == name or earlier[theirs.step].name != source:
+                continue
+            back = documented_source(props.get(other, {}), tools, tool, other)
+            if back is None or back == earlier[ref.step].name:
+                return Call(call.id, call.name, {**call.args, name: theirs, other: ref})
+    return call

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._events import StepRecord
+from .._plan import find_refs
 from .._prompts import build_joiner_followup
 from .._tools import Tool
 from ..errors import TinyAgentError
@@ -35,14 +36,22 @@ class Prefills(Protocol):
     def prefill(self, messages: Sequence[dict[str, Any]]) -> Awaitable[int]: ...
 
 
-def finished_lines(records: Mapping[int, StepRecord], finished: Collection[int], attempt: int) -> list[str]:
+def finished_lines(records: Mapping[int, StepRecord], finished: Collection[int] | None = None,
+                   attempt: int = -1) -> list[str]:
     """The joiner's result lines known so far: in step order (the joiner's prompt), up to the first step of
-    ``attempt`` not in ``finished`` (a later line waits for it, so each prompt is a prefix of the next)."""
+    ``attempt`` not in ``finished`` (a later line waits for it, so each prompt is a prefix of the next); every
+    line when ``finished`` is None. Each result is written for the joiner (:meth:`StepRecord.observation` with the
+    steps that used it), so a line is the same whether evaluated ahead or at the join."""
+    users: dict[int, list[int]] = {k: [] for k in records}
+    for k in sorted(records):
+        for ref in find_refs(records[k].args or {}):
+            if ref.step in users and k not in users[ref.step]:
+                users[ref.step].append(k)
     lines = []
     for k in sorted(records):
-        if records[k].attempt == attempt and k not in finished:
+        if finished is not None and records[k].attempt == attempt and k not in finished:
             break
-        lines.append(records[k].observation())
+        lines.append(records[k].observation(used_by=users[k]))
     return lines
 
 

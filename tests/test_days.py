@@ -1,0 +1,48 @@
+"""Plan dates held to the days a request names (tinyagent.run._days), without a model."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tinyagent._plan import Call
+from tinyagent.run._days import RequestDays, on_the_named_day
+
+TODAY = dt.date(2027, 3, 17)  # a Wednesday
+
+
+def moved(query: str, **args: str) -> dict[str, object]:
+    return dict(on_the_named_day(Call(1, "tool", args), RequestDays.of(query, TODAY)).args)
+
+
+@pytest.mark.parametrize(("query", "args", "expected"), [
+    # the prompt's "Today is ..." copied for a day counted from today
+    ("What have I got on two weeks from today?", {"day": "2027-03-17"}, {"day": "2027-03-31"}),
+    # a reminder an hour before a meeting the day after tomorrow, slipped a day: the time is kept
+    ("Meeting Carlos the day after tomorrow at 2pm; remind me an hour before", {"at": "2027-03-18 13:00:00"},
+     {"at": "2027-03-19 13:00:00"}),
+    ("Lunch on Friday at 1", {"start": "2027-03-19T13:00"}, {"start": "2027-03-19T13:00"}),  # right already
+    # an end days after the start the request gives: the call passes the named day already
+    ("Block out my holiday from Friday", {"start": "2027-03-19", "end": "2027-03-26"},
+     {"start": "2027-03-19", "end": "2027-03-26"}),
+    # a day counted from another, a series, two days, no day: the request means other days
+    ("Remind me the day before my dentist appointment on Friday", {"at": "2027-03-18 09:00:00"},
+     {"at": "2027-03-18 09:00:00"}),
+    ("Remind me every day until Friday", {"at": "2027-03-17 09:00:00"}, {"at": "2027-03-17 09:00:00"}),
+    ("Move the Monday standup to Friday", {"from": "2027-03-22", "to": "2027-03-19"},
+     {"from": "2027-03-22", "to": "2027-03-19"}),
+    ("Remind me to call Ann at 5pm", {"at": "2027-03-17 17:00:00"}, {"at": "2027-03-17 17:00:00"}),
+    # a year-less date taken in another year is the same day
+    ("Find flights on April 15th", {"date": "2023-04-15"}, {"date": "2023-04-15"}),
+    ("What's on tomorrow?", {"day": "next week"}, {"day": "next week"}),  # not an ISO date: left as written
+])
+def test_a_date_on_another_day_moves_to_the_one_day_the_request_names(query: str, args: dict[str, str],
+                                                                      expected: dict[str, str]) -> None:
+    assert moved(query, **args) == expected
+
+
+def test_the_days_a_request_names() -> None:
+    days = RequestDays.of("Lunch with Dev this Friday at 1 and a call on Monday", TODAY)
+    assert days.named == {dt.date(2027, 3, 19), dt.date(2027, 3, 22)} and days.undated == {dt.date(2027, 3, 22)}
+    assert not days.counted and RequestDays.of("the day before Friday", TODAY).counted

@@ -6,7 +6,7 @@ from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
-from tinyagent.run._attach import attach_sent_things, drop_double_sends, sent_things
+from tinyagent.run._attach import attach_sent_things, drop_double_sends, drop_message_topics, sent_things
 
 PATHS = {"type": "array", "items": {"type": "string"}, "description": "Paths of files to attach, from docs_seek."}
 
@@ -60,3 +60,17 @@ def test_an_attachment_that_sends_the_messages_text_again_goes() -> None:
     assert drop_double_sends(plan, _tools(), "Send my Packing list memo to jo@x.io, attach it too.") == (plan, [])
     other = Plan(calls=(*plan.calls[:1], Call(2, "docs_seek", {"words": "photo"}), plan.calls[2]))
     assert drop_double_sends(other, _tools(), "Send my Packing list memo and the photo to jo@x.io.") == (other, [])
+
+
+def test_a_file_the_request_speaks_of_only_in_its_message_is_not_attached() -> None:
+    plan = Plan(calls=(Call(1, "docs_seek", {"words": "contract"}),
+                       Call(2, "post_new", {"to": "priya@x.io", "body": "The contract is signed.",
+                                            "enclosures": [Ref(1)]})))
+    request = "Send a letter to priya@x.io letting her know the contract is signed and I'll post the originals."
+    kept, notes = drop_message_topics(plan, _tools(), request)
+    assert [c.name for c in kept.calls] == ["post_new"] and "enclosures" not in kept.calls[0].args and notes
+    assert sent_things(request) == []
+    for keeps in ("Find the contract and send it to priya@x.io saying it is signed",  # named outside the message
+                  "Send priya@x.io the contract, attached, saying it is signed",
+                  "Write to Ann that I'm late, and send priya@x.io the contract"):  # the message ends at its clause
+        assert drop_message_topics(plan, _tools(), keeps) == (plan, []), keeps

@@ -269,3 +269,22 @@ def test_a_preference_asks_for_logits_only_where_its_pattern_applies() -> None:
     assert not _Chooser(None, [prefs], DecodeStats()).needs("1. a(x=")
     assert _Chooser(None, [prefs, _LogprobTracker()], DecodeStats()).needs("1. a(x=")  # a tracker sees every token
     assert not _Chooser(None, [], DecodeStats()).needs("")
+
+
+@pytest.mark.slow
+def test_a_full_context_ends_the_output_and_a_prompt_too_long_is_a_clear_error(smollm2_path: Path) -> None:
+    """The context filling up mid-answer ends it with finish reason "length" (it was "llama_decode returned 1");
+    a prompt longer than the context is a one-line ModelError that says what to do."""
+    from tinyagent.errors import ModelError
+    from tinyagent.models import LlamaCppModel
+
+    model = LlamaCppModel(path=smollm2_path, n_threads=2, n_ctx=256, prefix_cache_dir=None)
+    words = " ".join(f"item{i}" for i in range(60))
+    request = ModelRequest(messages=[{"role": "user", "content": f"Repeat these words forever: {words}"}],
+                           max_tokens=400)
+    done = asyncio.run(model.complete(request))
+    assert done.finish_reason == "length"
+    assert done.usage.input_tokens + done.usage.output_tokens <= 256
+    too_long = ModelRequest(messages=[{"role": "user", "content": words * 4}], max_tokens=10)
+    with pytest.raises(ModelError, match="context holds 256"):
+        asyncio.run(model.complete(too_long))

@@ -594,5 +594,10 @@ def test_references_that_went_to_each_others_places_are_exchanged() -> None:
     assert swapped.args == {"mid": Ref(2), "body": Ref(1)}
     right = Call(3, "reply", {"mid": Ref(2), "body": Ref(1)})
     assert swap_sourced_refs(right, earlier, tools) == right
-    alone = Call(3, "reply", {"mid": Ref(1), "body": "Thanks"})  # nothing to exchange with: the replan's business
-    assert swap_sourced_refs(alone, earlier, tools) == alone
+    # nothing to exchange with: the one unused step of the source takes the place
+    alone = Call(3, "reply", {"mid": Ref(1), "body": "Thanks"})
+    assert swap_sourced_refs(alone, earlier, tools).args == {"mid": Ref(2), "body": "Thanks"}
+    two = {**earlier, 3: Call(3, "mail_search", {"q": "Ann"})}  # two searches: which one is the replan's business
+    assert swap_sourced_refs(Call(4, "reply", {"mid": Ref(1), "body": "x"}), two, tools).args["mid"] == Ref(1)
+    used = {**earlier, 3: Call(3, "reply", {"mid": Ref(2), "body": "x"})}  # the one search is answered already
+    assert swap_sourced_refs(Call(4, "reply", {"mid": Ref(1), "body": "y"}), used, tools).args["mid"] == Ref(1)

@@ -376,6 +376,17 @@ def test_an_unused_summary_of_what_the_request_names_becomes_the_made_up_message
     assert wire_results(sent, tools, request, request) == (sent, [])
 
 
+def test_a_looked_up_address_sent_as_the_text_is_a_slip_for_the_unused_summary() -> None:
+    """Lookups numbered first, then ``mail(to=[$1], body=$1)``: the address as the text is no message; the summary
+    of what the request names, used nowhere, is."""
+    tools = _summary_tools()
+    request = "Summarize the lease report and email the summary to Walter"
+    plan = Plan(calls=(Call(1, "who", {"name": "Walter"}), Call(2, "doc_find", {"words": "lease report"}),
+                       Call(3, "doc_digest", {"path": Ref(2)}), Call(4, "mail", {"to": [Ref(1)], "body": Ref(1)})))
+    wired, notes = wire_results(plan, tools, request, request)
+    assert wired.calls[3].args == {"to": [Ref(1)], "body": Ref(3)} and "as body" in notes[0]
+
+
 def test_the_file_a_sent_summary_was_made_from_is_attached_only_when_asked() -> None:
     tools = _summary_tools()
     plan = Plan(calls=(Call(1, "who", {"name": "Walter"}), Call(2, "doc_find", {"words": "lease report"}),

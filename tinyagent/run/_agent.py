@@ -20,7 +20,7 @@ from .._routing_base import LocalOnly, RouteSignals, RoutingHook
 from .._tools import ConfirmHook, Tool, ToolContext, ToolRegistry, deny_all
 from ..errors import PlanError, PlanParseError, UserError
 from ..models import Completion, Model, ModelRequest
-from ._attach import attach_sent_things, drop_double_sends
+from ._attach import attach_sent_things, drop_double_sends, drop_message_topics
 from ._borrowed import (
     drop_borrowed_people,
     drop_echoed_messages,
@@ -478,6 +478,7 @@ def _last_plan_repairs(plan: Plan, state: RunState, known: str) -> Plan:
         lambda p: wire_results(p, offered, known, query),
         lambda p: drop_repeated_messages(p, offered, query),
         lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
+        lambda p: drop_message_topics(p, offered, query),
         lambda p: drop_borrowed_people(p, offered, query),
         lambda p: drop_made_up_people(p, offered, query),
         lambda p: keep_in_named_list(p, offered, query),

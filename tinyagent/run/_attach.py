@@ -23,7 +23,7 @@ from ._items import attachment_slot, sent_things_start, unattached_problem
 from ._producers import one_text_param, path_source
 from ._repair import used_steps, without_orphans
 
-__all__ = ["attach_sent_things", "drop_double_sends", "sent_things"]
+__all__ = ["attach_sent_things", "drop_double_sends", "drop_message_topics", "sent_things"]
 
 _DETERMINER = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their|this|that|these|those)\s+)+", re.IGNORECASE)
 # Where the list of things ends: the clause's end, or a preposition that starts saying something else of it.
@@ -131,6 +131,51 @@ def drop_double_sends(plan: Plan, tools: Mapping[str, Tool], request: str) -> tu
             calls.append(call)
             continue
         notes.append(f"plan: left step {call.id}'s {slot} out: it attaches what the message's text already sends")
+        args = {k: v for k, v in call.args.items() if k != slot}
+        calls.append(Call(call.id, call.name, {**args, slot: kept} if kept else args))
+    if not notes:
+        return plan, []
+    return Plan(calls=without_orphans(plan.calls, calls), answer=plan.answer), notes
+
+
+# Where a message the request gives starts: "... letting her know the contract is signed", "saying ...", "that ..."
+_MESSAGE_START = re.compile(r"\b(?:that|saying|says|tell(?:ing)?\s+\w+|let(?:ting)?\s+\w+\s+know)\b", re.IGNORECASE)
+# ... and where it ends: the clause's end, or another sending verb ("Text Priya that I'm late, and email Tom ...")
+_MESSAGE_END = re.compile(r"[,;]|\.\s|\b(?:then|also|e-?mail|send|text|forward|share|attach)\b", re.IGNORECASE)
+
+
+def drop_message_topics(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan, list[str]]:
+    """``plan`` without attachments of files that the request speaks of only inside the message it gives: "Send an
+    email to Priya letting her know the contract is signed" planned with a search for "contract" attached. The
+    contract is what the message is about, not a thing sent. Kept when the request says attach, or names the file
+    before its message ("find the contract and send it to Priya saying ..."); the searches nothing uses then go."""
+    start = _MESSAGE_START.search(request)
+    if start is None or _ATTACH_WORD.search(request):
+        return plan, []
+    rest = request[start.end():]
+    end = _MESSAGE_END.search(rest)
+    inside = set(_WORD.findall(rest[:end.start() if end else len(rest)].lower()))
+    outside = set(_WORD.findall((request[:start.start()] + " " + (rest[end.start():] if end else "")).lower()))
+    by_id = {c.id: c for c in plan.calls}
+    notes: list[str] = []
+    calls: list[Call] = []
+    for call in plan.calls:
+        tool = tools.get(call.name)
+        slot = attachment_slot(tool) if tool is not None else None
+        value = call.args.get(slot or "")
+        if not slot or not isinstance(value, list):
+            calls.append(call)
+            continue
+
+        def topic(item: Any) -> bool:
+            words = set(_WORD.findall(_text_of(by_id.get(item.step)))) if isinstance(item, Ref) else set()
+            return bool(words & inside) and not words & outside
+
+        kept = [item for item in value if not topic(item)]
+        if len(kept) == len(value):
+            calls.append(call)
+            continue
+        notes.append(f"plan: left step {call.id}'s {slot} out: the request speaks of that file only in its message")
         args = {k: v for k, v in call.args.items() if k != slot}
         calls.append(Call(call.id, call.name, {**args, slot: kept} if kept else args))
     if not notes:

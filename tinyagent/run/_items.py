@@ -178,7 +178,8 @@ def _verb(names: list[str], one: str, many: str) -> str:
 # (a few words, not "that": "Email Sydney that the slides are ready" sends news, not a file) and a thing with a
 # determiner or possessive.
 _SENDS_THING = re.compile(r"\b(?:e-?mail|mail|send|forward|share)\b(?:\s+(?!that\b)[\w.@'-]+){0,3}?\s+"
-                          r"((?:the|my|our|his|her|their|this|these|those)\s+\w+)", re.IGNORECASE)
+                          r"((?:the|my|our|his|her|their|this|these|those)\s+(?!know\b|about\b|that\b)\w+)",
+                          re.IGNORECASE)  # ("letting her know the contract is signed" sends no "know")
 _SAYS_ATTACHED = re.compile(r"\b(?:attached|attaching|enclosed|attachments?)\b", re.IGNORECASE)
 _ATTACH = re.compile(r"attach", re.IGNORECASE)
 

@@ -59,10 +59,15 @@ def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str
 
 
 def swap_sourced_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> Call:
-    """``call`` with two references exchanged where each went where the other belongs: a parameter that documents
-    its source (a message id "taken from searchMailInbox's result") passed the result of another tool, while
-    another parameter of the call passed the source's result ("reply to Kofi's last mail with the survey's
-    summary" planned as ``reply(message_id=$2, body=$3)``, $2 the summary and $3 the mail search)."""
+    """``call`` with references that went to another tool's place put right, where a parameter documents its
+    source (a message id "taken from searchMailInbox's result", a file id "as returned by searchStoredFiles") and
+    was passed the result of another tool:
+
+    * another parameter of the call was passed the source's result: the two are exchanged ("reply to Kofi's last
+      mail with the survey's summary" planned as ``reply(message_id=$2, body=$3)``, $2 the summary and $3 the mail
+      search);
+    * else the plan has one earlier step of the source that no step uses yet: the parameter takes it (contact
+      lookups numbered first, then ``summarize(file_id=$1)`` with $1 a lookup and $3 the file search)."""
     tool = tools.get(call.name)
     if tool is None:
         return call
@@ -79,4 +84,8 @@ def swap_sourced_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[st
             back = documented_source(props.get(other, {}), tools, tool, other)
             if back is None or back == earlier[ref.step].name:
                 return Call(call.id, call.name, {**call.args, name: theirs, other: ref})
+        used = {r.step for c in earlier.values() for r in find_refs(c.args)} | {r.step for r in find_refs(call.args)}
+        free = [k for k, c in earlier.items() if c.name == source and k not in used]
+        if len(free) == 1 and sum(c.name == source for c in earlier.values()) == 1:
+            return Call(call.id, call.name, {**call.args, name: Ref(free[0])})
     return call

@@ -433,6 +433,7 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
     sending = senders(tools.values())
     used = {r.step for a in args.values() for r in find_refs(a)}
     written = [c for c in calls if c.name in tools and writes(tools[c.name], sending)]
+    names = {c.id: c.name for c in calls}
     notes: list[str] = []
     # (a read of one item before a search: "my Home wifi note" is read, not searched for)
     for step in sorted(calls, key=lambda c: c.name not in tools or bool(_SEARCHES.search(tools[c.name].description
@@ -444,18 +445,22 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
                                                       Call(w.id, w.name, args[w.id])) for w in written)):
             continue
         for call in calls:
-            body = _body(tools[call.name], args[call.id]) if call.name in sending else None
+            # (a looked-up address as a message's text is a slip, as good as no text: "body=$2", the summary at $4)
+            view = {k: "" if isinstance(v, Ref) and not takes_identifier(tools[call.name], k) and v.step in names
+                    and lookup_kind(tools.get(names[v.step])) is not None else v
+                    for k, v in args[call.id].items()} if call.name in sending else {}
+            slips = [k for k, v in view.items() if v == "" and isinstance(args[call.id][k], Ref)]
+            body = (slips[0] if len(slips) == 1 else _body(tools[call.name], view)) if call.name in sending else None
             if body is None or call.id == step.id or _depends(step.id, call.id, args) or any(
-                    isinstance(v, Ref) and not takes_identifier(tools[call.name], k)
-                    for k, v in args[call.id].items()):
+                    isinstance(v, Ref) and not takes_identifier(tools[call.name], k) for k, v in view.items()):
                 continue
-            made_up = args[call.id][body]
+            made_up = view[body]
             args[call.id][body] = Ref(step.id)
             notes.append(f"plan: step {call.id} sends step {step.id}'s result as {body} (the request names what "
                          "was read, and gives no message of its own)")
             for other in written:  # the same made-up text stored elsewhere stood for the same content
                 for name, value in list(args[other.id].items()):
-                    if value == made_up and other.id not in used and not _depends(step.id, other.id, args):
+                    if made_up and value == made_up and other.id not in used and not _depends(step.id, other.id, args):
                         args[other.id][name] = Ref(step.id)
                         notes.append(f"plan: step {other.id} takes step {step.id}'s result as {name} (it wrote the "
                                      f"same made-up text as step {call.id})")

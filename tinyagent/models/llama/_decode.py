@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...errors import ModelError
+
 log = logging.getLogger("tinyagent.models.llama")
 
 __all__ = ["DecodeStats", "GrammarEngine", "LookupRate", "cut_stop", "greedy_decode"]
@@ -354,7 +356,7 @@ def greedy_decode(
         llm: a ``llama_cpp.Llama``; its KV cache prefix is reused and left holding the prompt and output.
         prompt: the prompt's token ids.
         matcher: an llguidance ``LLMatcher`` for the grammar, or None for free text.
-        max_tokens: the most tokens to generate.
+        max_tokens: the most tokens to generate (fewer when the context fills first).
         stop: strings that end the output (not included in it).
         processors: logits processors ``(input_ids, scores) -> scores``, run at every position, drafted or not.
         speculate: propose drafts (False: one token per forward pass; the output is the same).
@@ -362,6 +364,11 @@ def greedy_decode(
         cancelled: polled between batches; True stops with finish reason ``"cancelled"``.
         lookup: the model's running prompt-lookup acceptance (how long lookup drafts may be); None: a fresh one.
     """
+    room = int(llm.n_ctx()) - len(prompt)
+    if room < 1:
+        raise ModelError(f"the prompt is {len(prompt)} tokens and the model's context holds {int(llm.n_ctx())}: "
+                         "offer fewer tools or examples, or load the model with a larger n_ctx")
+    max_tokens = min(max_tokens, room)  # a full context ends the output ("length"), as max_tokens does
     stats = DecodeStats()
     seq = _Sequence(llm)
     chooser = _Chooser(matcher, processors, stats)

@@ -319,6 +319,28 @@ async def test_format_examples_fill_in_only_when_no_worked_example_fits() -> Non
     assert "Examples" not in model.requests[0].messages[0]["content"]
 
 
+class _SmallContext(ScriptedModel):
+    """The scripted model with a context size, counting a prompt's tokens as its words."""
+
+    n_ctx = 1300
+
+    def prompt_tokens(self, messages: list[dict[str, object]]) -> int:
+        return sum(len(str(m.get("content", "")).split()) for m in messages)
+
+
+async def test_examples_give_way_when_the_prompt_would_leave_the_plan_no_room_in_the_context() -> None:
+    examples = [Example(f"Email Bo about topic {i} " + "and more words " * 20, Plan.from_json(
+        [{"id": 1, "name": "get_email_address", "args": {"name": f"Bo{i}"}}])) for i in range(8)]
+    roomy = ScriptedModel(["1. join()\n<END_OF_PLAN>"])
+    await Agent(TOOLS, model=roomy, examples=examples, max_examples=8).plan("email Bo about topic 1")
+    small = _SmallContext(["1. join()\n<END_OF_PLAN>"])
+    await Agent(TOOLS, model=small, examples=examples, max_examples=8).plan("email Bo about topic 1")
+    full, fitted = roomy.requests[0].messages, small.requests[0].messages
+    assert small.prompt_tokens(fitted) + 512 <= small.n_ctx < small.prompt_tokens(full) + 512
+    assert 0 < fitted[0]["content"].count("topic") < full[0]["content"].count("topic")
+    assert fitted[-1] == full[-1]  # the request itself is whole
+
+
 class _ByQuery:
     """A retriever (the core protocol, no tinyagent.retrieval) that offers different tools per request."""
 

@@ -154,3 +154,24 @@ def test_a_verb_names_the_tool_whose_name_says_the_same_act_in_other_words() -> 
     note = unserved_clause("Remind me tonight at 9 to put the bins out.", tools,
                            [Call(1, "timer_countdown_start", {"mins": 180})])
     assert note is not None and note[1] == {"alerts_ping_schedule"}
+
+
+def test_a_conditional_clause_still_asks_for_its_action() -> None:
+    """"Any unread mail from the school? If so reply saying ..." asks for a reply."""
+    from tinyagent.run._clauses import clause_verbs
+
+    assert "reply" in clause_verbs("Any unread mail from the school? If so reply saying Milo is off sick.")
+    assert "reply" in clause_verbs("Check for a mail from Ann, and if there is one, reply that I'm in.")
+
+
+def test_an_idiom_asks_for_the_act_it_stands_for() -> None:
+    """"how do you say ... in Portuguese" asks for a translation: a plan of a place search is planned again."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("places_near", "Finds places nearby.", {"q": TEXT}, ["q"]),
+        openai_fn("text_translate", "Translates text into another language.", {"text": TEXT, "to": TEXT},
+                  ["text", "to"]),
+    ])
+    request = "how do you say where is the nearest train station in portuguese"
+    unserved = unserved_clause(request, tools, [Call(1, "places_near", {"q": "train station"})])
+    assert unserved is not None and unserved[1] == {"text_translate"}
+    assert unserved_clause(request, tools, [Call(1, "text_translate", {"text": "x", "to": "pt"})]) is None

@@ -67,6 +67,7 @@ def test_kinds_come_from_the_first_sentence_of_a_description() -> None:
     ("Send Bob the email address of Sid", set()),  # an address, not a message
     ("Write a new note titled Groceries", set()),
     ("Forward this message to Ann", {"message"}),
+    ("send my landlord and the letting agent an email saying the leak is back", set()),  # "an email": a new one
 ])
 def test_a_request_points_at_an_existing_item(request_text: str, kinds: set[str]) -> None:
     assert set(pointed_kinds(request_text)) == kinds

@@ -32,8 +32,10 @@ from ._borrowed import (
 )
 from ._channels import channel_senders, other_channel_senders, unserved_channel
 from ._clauses import named_clauses, named_groups, same_target, unserved_clause
+from ._contents import read_named_items
 from ._coverage import unplanned_clause
 from ._done import drop_done
+from ._each import send_to_each
 from ._items import ruled_out_items, unserved_item
 from ._links import link_producers
 from ._loop import run_loop
@@ -475,7 +477,9 @@ def _last_plan_repairs(plan: Plan, state: RunState, known: str) -> Plan:
         lambda p: drop_echoed_messages(p, offered, query),
         lambda p: attach_sent_things(p, usable, query),
         lambda p: link_producers(p, usable, query),
+        lambda p: read_named_items(p, offered, query),
         lambda p: wire_results(p, offered, known, query),
+        lambda p: send_to_each(p, offered, query),
         lambda p: drop_repeated_messages(p, offered, query),
         lambda p: drop_double_sends(p, offered, query),  # (after the message's text is wired)
         lambda p: drop_message_topics(p, offered, query),

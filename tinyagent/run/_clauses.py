@@ -27,7 +27,8 @@ __all__ = ["GENERIC_NAME_WORDS", "action_clauses", "clause_heads", "clause_spans
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
-                     r"(?:(?:also|then|and|please|pls|now|can you|could you)\s+)*([a-z]+)\b"
+                     r"(?:(?:also|then|and|please|pls|now|can you|could you"
+                     r"|if (?:so|yes|any|there is one|there's one|there are any),?)\s+)*([a-z]+)\b"  # ("If so reply")
                      r"(?:\s+(?:(?:up|a|an|the|my|me|new|some|us)\s+)*([a-z]+))?", re.IGNORECASE)
 _GENERIC = frozenset(re.findall(r"[a-z]+", """
 add adds get gets set sets put make makes create creates new open read send sends take show tell let give check
@@ -175,6 +176,8 @@ def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -
     return frozenset(out)
 
 
+# Idioms that ask for an act without its verb (English words, no tool's name): "how do you say X in Portuguese".
+_IDIOMS = ((re.compile(r"\bhow (?:do|would|can|to) (?:you |i |we )?say\b", re.IGNORECASE), "translate"),)
 # Verbs whose act vendors name with other words (English words, no tool's name).
 _SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"), "summarize": ("digest", "condense")}
 
@@ -207,7 +210,8 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
     called = {c.name for c in calls}
     if not called and len(named_groups(request, tools)) < 2:
         return None  # (a plan with no call is the no-tool decision's, unless two clauses name different tools)
-    for verb, head in dict.fromkeys(clause_heads(request)):
+    heads = [(verb, "") for pattern, verb in _IDIOMS if pattern.search(request)] + clause_heads(request)
+    for verb, head in dict.fromkeys(heads):
         verb, named = _clause_tools(verb, head, tools)
         if named and not called & named:
             names = sorted(named)

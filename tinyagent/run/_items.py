@@ -56,7 +56,7 @@ _NOT_THE_ITEM = (r"(?!-|\s+(?:address|addresses|account|accounts|app|client|id|p
                  r"folder|folders|server|signature|thread)\b)")
 _POINTER = re.compile(
     r"\b(?:the|this|that|these|those|my|his|her|their|our|your|[\w-]+'s)\s+"
-    r"(?:(?!(?:by|via|through|over|as|and|or|that|to|with|for)\b)[\w'-]+\s+){0,5}"
+    r"(?:(?!(?:by|via|through|over|as|and|or|that|to|with|for|a|an|another|new)\b)[\w'-]+\s+){0,5}"
     rf"({_NOUN})\b{_NOT_THE_ITEM}",
     re.IGNORECASE,
 )

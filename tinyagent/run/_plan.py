@@ -12,7 +12,7 @@ from typing import Any
 from .._events import StepPlanned
 from .._formats import written_identifiers
 from .._grammar import plan_grammar
-from .._plan import END_OF_PLAN, JOIN, Call, Plan
+from .._plan import END_OF_PLAN, JOIN, Call, Example, Plan
 from .._plan_parser import PlanStreamParser
 from .._prompts import build_planner_messages, grounding_for
 from .._routing_base import RoutingHook, Stage
@@ -61,11 +61,22 @@ def planner_request(state: RunState, settings: AgentSettings, router: RoutingHoo
     if state.force_call and first_step == 1:
         settings = replace(settings, no_tool_ceiling=1.0)
     tools = state.offer.tools
-    messages = build_planner_messages(tools.values(), state.query, state.today, state.offer.examples,
-                                      history=state.history, replan_context=state.replan_note,
-                                      format_examples=settings.format_examples,
-                                      grounding=grounding_for(state.query, state.today, tools.values())
-                                      if settings.grounding else "")
+    grounding = grounding_for(state.query, state.today, tools.values()) if settings.grounding else ""
+
+    def build(examples: Sequence[Example]) -> list[dict[str, Any]]:
+        return build_planner_messages(tools.values(), state.query, state.today, examples, history=state.history,
+                                      replan_context=state.replan_note, format_examples=settings.format_examples,
+                                      grounding=grounding)
+
+    examples = list(state.offer.examples)
+    messages = build(examples)
+    n_ctx, count = getattr(model, "n_ctx", None), getattr(model, "prompt_tokens", None)
+    if isinstance(n_ctx, int) and callable(count):
+        # a long registry's prompt, and a replan's note on top, must leave the plan room in the context: the
+        # examples go first, last (least similar) first
+        while examples and count(messages) + settings.planner_max_tokens > n_ctx:
+            examples.pop()
+            messages = build(examples)
     grammar = None
     if settings.use_grammar and model.supports_grammar:
         left_out = state.banned | state.avoid

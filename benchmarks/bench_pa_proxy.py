@@ -47,6 +47,15 @@ txt)``, ``calendar_entry_insert(title, from_iso, until_iso)``; weather, timer, u
     python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh3/tools.json \
         --cases benchmarks/data/pa_fresh3/cases.jsonl --output benchmarks/results/pa_fresh3.json
 
+``benchmarks/data/pa_fresh4`` holds a fifth (18 lowerCamelCase verb-first tools with verbose snake_case parameters:
+``findContactMailbox`` and ``findContactMobileLine``, ``sendMailMessage(recipient_addresses, subject_line,
+message_body)``, ``sendSmsText`` to one number, ``scheduleCalendarEvent(start_datetime, duration_minutes, ...)``;
+enums, integers, booleans) and 40 requests (5 no tool, 10 one call, 13 two or three, 12 four to six; 4 typos),
+written in session 28 before any run::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh4/tools.json \
+        --cases benchmarks/data/pa_fresh4/cases.jsonl --output benchmarks/results/pa_fresh4.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

@@ -31,6 +31,7 @@ __all__ = [
     "END_OF_PLAN",
     "JOIN",
     "find_refs",
+    "leaves",
     "map_refs",
     "resolve_refs",
     "format_value",
@@ -158,14 +159,19 @@ class Example:
 
 def find_refs(value: Any) -> Iterator[Ref]:
     """Every :class:`Ref` inside ``value`` (lists, tuples and dicts are searched)."""
-    if isinstance(value, Ref):
-        yield value
-    elif isinstance(value, Mapping):
+    return (v for v in leaves(value) if isinstance(v, Ref))
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside nested dicts, lists and tuples, in order."""
+    if isinstance(value, Mapping):
         for v in value.values():
-            yield from find_refs(v)
+            yield from leaves(v)
     elif isinstance(value, list | tuple):
         for v in value:
-            yield from find_refs(v)
+            yield from leaves(v)
+    else:
+        yield value
 
 
 def map_refs(value: Any, fn: Callable[[Ref], Any]) -> Any:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._grounded_formats import values_for_parameter
 from ._grounding import ground
-from ._plan import Example, Plan
+from ._plan import Example, Plan, leaves
 from ._tools import Tool
 
 __all__ = [
@@ -193,7 +193,8 @@ def brief_result(value: Any, args: Mapping[str, Any], used_by: Sequence[int] = (
     ``used_limit`` characters and says where it went: the answer speaks of those steps, not of the text they
     carried. Values the call resolved (a looked-up address in ``to``) differ from its arguments, so they stay.
     """
-    kept = _without(value, {_norm(v) for v in _literals(args)}) if isinstance(value, Mapping) else value
+    literals = {_norm(v) for v in leaves(args) if isinstance(v, str) and v.strip() and not v.startswith("$")}
+    kept = _without(value, literals) if isinstance(value, Mapping) else value
     if kept is _DROP:
         kept = "ok" if value else value
     text = format_observation(kept, limit=limit)
@@ -204,17 +205,6 @@ def brief_result(value: Any, args: Mapping[str, Any], used_by: Sequence[int] = (
 
 
 _DROP = object()
-
-
-def _literals(value: Any) -> Iterator[Any]:
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _literals(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _literals(v)
-    elif isinstance(value, str) and value.strip() and not value.startswith("$"):
-        yield value
 
 
 def _norm(value: Any) -> str:

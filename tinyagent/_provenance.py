@@ -33,11 +33,11 @@ like a lookup, so sending to that address is not asked about.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._events import StepRecord
-from ._plan import Call, Ref
+from ._plan import Call, Ref, leaves
 from ._text import as_text, strip_accents
 from ._tools import Tool
 
@@ -82,16 +82,6 @@ def _atoms(value: Any) -> list[str] | None:
     return None
 
 
-def leaves(value: Any) -> Iterator[Any]:
-    """The scalar values inside nested dicts, lists and tuples, in order."""
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from leaves(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from leaves(v)
-    else:
-        yield value
 
 
 _RANK = {"user": 0, "lookup": 1, "tool": 2}

@@ -13,7 +13,7 @@ are attached instead of new ones.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._plan import Call, Plan, Ref, find_refs, map_refs
@@ -116,26 +116,12 @@ def drop_double_sends(plan: Plan, tools: Mapping[str, Tool], request: str) -> tu
     if _ATTACH_WORD.search(request):
         return plan, []
     by_id = {c.id: c for c in plan.calls}
-    notes: list[str] = []
-    calls: list[Call] = []
-    for call in plan.calls:
-        tool = tools.get(call.name)
-        slot = attachment_slot(tool) if tool is not None else None
-        value = call.args.get(slot or "")
-        if not slot or not isinstance(value, list):
-            calls.append(call)
-            continue
+
+    def sent_again(call: Call, slot: str, item: Any) -> bool:
         sent = {_text_of(by_id.get(r.step)) for k, v in call.args.items() if k != slot for r in find_refs(v)} - {""}
-        kept = [item for item in value if not (isinstance(item, Ref) and _text_of(by_id.get(item.step)) in sent)]
-        if len(kept) == len(value):
-            calls.append(call)
-            continue
-        notes.append(f"plan: left step {call.id}'s {slot} out: it attaches what the message's text already sends")
-        args = {k: v for k, v in call.args.items() if k != slot}
-        calls.append(Call(call.id, call.name, {**args, slot: kept} if kept else args))
-    if not notes:
-        return plan, []
-    return Plan(calls=without_orphans(plan.calls, calls), answer=plan.answer), notes
+        return isinstance(item, Ref) and _text_of(by_id.get(item.step)) in sent
+
+    return _drop_attachments(plan, tools, sent_again, "it attaches what the message's text already sends")
 
 
 # Where a message the request gives starts: "... letting her know the contract is signed", "saying ...", "that ..."
@@ -148,7 +134,8 @@ def drop_message_topics(plan: Plan, tools: Mapping[str, Tool], request: str) -> 
     """``plan`` without attachments of files that the request speaks of only inside the message it gives: "Send an
     email to Priya letting her know the contract is signed" planned with a search for "contract" attached. The
     contract is what the message is about, not a thing sent. Kept when the request says attach, or names the file
-    before its message ("find the contract and send it to Priya saying ..."); the searches nothing uses then go."""
+    outside the message ("find the contract and send it to Priya saying ...", "Text Priya that I'm late, and email
+    Tom the meeting notes": the message runs to its clause's end). The searches nothing uses then go; with notes."""
     start = _MESSAGE_START.search(request)
     if start is None or _ATTACH_WORD.search(request):
         return plan, []
@@ -157,6 +144,18 @@ def drop_message_topics(plan: Plan, tools: Mapping[str, Tool], request: str) -> 
     inside = set(_WORD.findall(rest[:end.start() if end else len(rest)].lower()))
     outside = set(_WORD.findall((request[:start.start()] + " " + (rest[end.start():] if end else "")).lower()))
     by_id = {c.id: c for c in plan.calls}
+
+    def topic(call: Call, slot: str, item: Any) -> bool:
+        words = set(_WORD.findall(_text_of(by_id.get(item.step)))) if isinstance(item, Ref) else set()
+        return bool(words & inside) and not words & outside
+
+    return _drop_attachments(plan, tools, topic, "the request speaks of that file only in its message")
+
+
+def _drop_attachments(plan: Plan, tools: Mapping[str, Tool], unwanted: Callable[[Call, str, Any], bool],
+                      why: str) -> tuple[Plan, list[str]]:
+    """``plan`` without the attachments ``unwanted`` (call, attachment parameter, item) names, and without the
+    steps nothing uses then; with a note (``why``) per message changed."""
     notes: list[str] = []
     calls: list[Call] = []
     for call in plan.calls:
@@ -166,16 +165,11 @@ def drop_message_topics(plan: Plan, tools: Mapping[str, Tool], request: str) -> 
         if not slot or not isinstance(value, list):
             calls.append(call)
             continue
-
-        def topic(item: Any) -> bool:
-            words = set(_WORD.findall(_text_of(by_id.get(item.step)))) if isinstance(item, Ref) else set()
-            return bool(words & inside) and not words & outside
-
-        kept = [item for item in value if not topic(item)]
+        kept = [item for item in value if not unwanted(call, slot, item)]
         if len(kept) == len(value):
             calls.append(call)
             continue
-        notes.append(f"plan: left step {call.id}'s {slot} out: the request speaks of that file only in its message")
+        notes.append(f"plan: left step {call.id}'s {slot} out: {why}")
         args = {k: v for k, v in call.args.items() if k != slot}
         calls.append(Call(call.id, call.name, {**args, slot: kept} if kept else args))
     if not notes:

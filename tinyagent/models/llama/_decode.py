@@ -364,11 +364,7 @@ def greedy_decode(
         cancelled: polled between batches; True stops with finish reason ``"cancelled"``.
         lookup: the model's running prompt-lookup acceptance (how long lookup drafts may be); None: a fresh one.
     """
-    room = int(llm.n_ctx()) - len(prompt)
-    if room < 1:
-        raise ModelError(f"the prompt is {len(prompt)} tokens and the model's context holds {int(llm.n_ctx())}: "
-                         "offer fewer tools or examples, or load the model with a larger n_ctx")
-    max_tokens = min(max_tokens, room)  # a full context ends the output ("length"), as max_tokens does
+    max_tokens = _room(llm, prompt, max_tokens)
     stats = DecodeStats()
     seq = _Sequence(llm)
     chooser = _Chooser(matcher, processors, stats)
@@ -421,6 +417,16 @@ def greedy_decode(
     stats.token_ids = history[len(prompt):]
     stats.decode_s = time.perf_counter() - first
     return stats
+
+
+def _room(llm: Any, prompt: Sequence[int], max_tokens: int) -> int:
+    """The most tokens the output may take: ``max_tokens``, or fewer when the context fills first (the output then
+    ends with finish reason "length", as at ``max_tokens``). Raises ModelError when the prompt alone fills it."""
+    room = int(llm.n_ctx()) - len(prompt)
+    if room < 1:
+        raise ModelError(f"the prompt is {len(prompt)} tokens and the model's context holds {int(llm.n_ctx())}: "
+                         "offer fewer tools or examples, or load the model with a larger n_ctx")
+    return min(max_tokens, room)
 
 
 def cut_stop(text: str, stop: Sequence[str]) -> str:

@@ -82,8 +82,6 @@ def _atoms(value: Any) -> list[str] | None:
     return None
 
 
-
-
 _RANK = {"user": 0, "lookup": 1, "tool": 2}
 
 

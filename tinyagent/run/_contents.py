@@ -31,7 +31,7 @@ def read_named_items(plan: Plan, tools: Mapping[str, Tool], request: str) -> tup
     """``plan`` with each literal that is the title of an item the request names by kind ("my note 'Welcome
     letter'", "my Welcome letter note"), passed where a text that is no title goes, replaced by a read of that
     item written just before the call; with notes."""
-    readers = {kind: tool for kind, tool in _readers(tools).items()}
+    readers = _readers(tools)
     if not readers:
         return plan, []
     out: list[Call] = []

@@ -492,9 +492,8 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
                 grounding: str | None, days: RequestDays | None = None) -> Call:
     """One call through the repairs that are on: :func:`~._dangling.cut_plan_text`, :func:`quoted_refs` and
     :func:`~._sources.swap_sourced_refs` (always), :func:`invented_refs` and :func:`use_given_identifiers`
-    (``given``),
-    :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its resolved dates),
-    then :func:`~._days.on_the_named_day` and :func:`~._days.date_only` (``days``: the request's)."""
+    (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its
+    resolved dates), then :func:`~._days.on_the_named_day` and :func:`~._days.date_only` (``days``: the request's)."""
     call = quoted_refs(cut_plan_text(call, earlier), earlier, tools, given.request if given is not None else "")
     call = swap_sourced_refs(call, earlier, tools)
     if given is not None:

@@ -84,8 +84,8 @@ def swap_sourced_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[st
             back = documented_source(props.get(other, {}), tools, tool, other)
             if back is None or back == earlier[ref.step].name:
                 return Call(call.id, call.name, {**call.args, name: theirs, other: ref})
-        used = {r.step for c in earlier.values() for r in find_refs(c.args)} | {r.step for r in find_refs(call.args)}
-        free = [k for k, c in earlier.items() if c.name == source and k not in used]
-        if len(free) == 1 and sum(c.name == source for c in earlier.values()) == 1:
-            return Call(call.id, call.name, {**call.args, name: Ref(free[0])})
+        steps = [k for k, c in earlier.items() if c.name == source]
+        used = {r.step for c in [*earlier.values(), call] for r in find_refs(c.args)}
+        if len(steps) == 1 and steps[0] not in used:
+            return Call(call.id, call.name, {**call.args, name: Ref(steps[0])})
     return call

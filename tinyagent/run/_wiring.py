@@ -445,12 +445,14 @@ def _read_into_message(calls: list[Call], args: dict[int, dict[str, Any]], tools
                                                       Call(w.id, w.name, args[w.id])) for w in written)):
             continue
         for call in calls:
+            if call.name not in sending:
+                continue
             # (a looked-up address as a message's text is a slip, as good as no text: "body=$2", the summary at $4)
-            view = {k: "" if isinstance(v, Ref) and not takes_identifier(tools[call.name], k) and v.step in names
-                    and lookup_kind(tools.get(names[v.step])) is not None else v
-                    for k, v in args[call.id].items()} if call.name in sending else {}
-            slips = [k for k, v in view.items() if v == "" and isinstance(args[call.id][k], Ref)]
-            body = (slips[0] if len(slips) == 1 else _body(tools[call.name], view)) if call.name in sending else None
+            slips = [k for k, v in args[call.id].items()
+                     if isinstance(v, Ref) and v.step in names and not takes_identifier(tools[call.name], k)
+                     and lookup_kind(tools.get(names[v.step])) is not None]
+            view = {k: "" if k in slips else v for k, v in args[call.id].items()}
+            body = slips[0] if len(slips) == 1 else _body(tools[call.name], view)
             if body is None or call.id == step.id or _depends(step.id, call.id, args) or any(
                     isinstance(v, Ref) and not takes_identifier(tools[call.name], k) for k, v in view.items()):
                 continue

@@ -13,9 +13,10 @@ from _helpers_tools import TEXT, openai_fn
 
 from tinyagent import Agent, AgentSettings, ToolRegistry
 from tinyagent._plan import Call, Plan, Ref
+from tinyagent.errors import PlanValidationError
 from tinyagent.models import ScriptedModel
 from tinyagent.run._clauses import named_clauses, verb_tools
-from tinyagent.run._dangling import cut_plan_text, dangling_problem
+from tinyagent.run._dangling import cut_plan_text, dangling_problem, hoist_named_steps
 from tinyagent.run._producers import (
     dropped_actions,
     insert_producers,
@@ -415,3 +416,60 @@ def test_a_made_up_address_built_from_a_relation_gets_the_relations_lookup() -> 
     plan = Plan(calls=(Call(1, "post", {"to": ["fiancée's_email@example.com"], "subject": "Vendors", "body": "x"}),))
     fixed, _ = insert_producers(plan, tools, request, request)
     assert fixed.calls[0] == Call(1, "people_card", {"who": "fiancée"}) and fixed.calls[1].args["to"] == [Ref(1)]
+
+
+def test_a_placeholder_for_a_later_steps_result_moves_that_step_before_it() -> None:
+    """The planner wrote the e-mail before the link it sends, with the prompt's ``$k`` and the tool's name in the
+    body: the link moves first and the body is its result; the schedule's reference follows."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("who_is", "Finds a person's e-mail address.", {"person": TEXT}, ["person"]),
+        openai_fn("post", "Sends an e-mail.", {"to": ADDRESSES, "body": TEXT}, ["to", "body"]),
+        openai_fn("makeVideoLink", "Creates a video room and returns its join URL.", {"topic": TEXT}, ["topic"]),
+        openai_fn("book", "Adds an event.", {"title": TEXT, "url": TEXT}, ["title"]),
+    ])
+    body = "Join here: $k</k> (use the result from makeVideoLink to get the join URL and pass it here)"
+    calls = (Call(1, "who_is", {"person": "Grace"}), Call(2, "post", {"to": [Ref(1)], "body": body}),
+             Call(3, "makeVideoLink", {"topic": "Sync"}), Call(4, "book", {"title": "Sync", "url": Ref(3)}))
+    moved, notes = hoist_named_steps(calls, tools)
+    assert [c.name for c in moved] == ["who_is", "makeVideoLink", "post", "book"] and notes
+    assert moved[3].args["url"] == Ref(2)
+    fixed = cut_plan_text(moved[2], {c.id: c for c in moved[:2]}, tools)
+    assert fixed.args["body"] == Ref(2)
+    assert dangling_problem(fixed, {c.id: c for c in moved[:2]}, tools) is None
+    # No step calls the named tool: planned again, told which; one that needs the holder's result stays put.
+    problem = dangling_problem(calls[1], {1: calls[0]}, tools) or ""
+    assert "placeholder for makeVideoLink's result" in problem and "$k" not in problem
+    needs = (calls[0], Call(2, "post", {"to": [Ref(1)], "body": body}), Call(3, "makeVideoLink", {"topic": Ref(2)}))
+    assert hoist_named_steps(needs, tools) == (list(needs), [])
+    for fine in ("The video link is below.", "Make a video link", "It costs $5", "call make_video"):
+        assert dangling_problem(Call(1, "post", {"to": ["a@x.io"], "body": fine}), {}, tools) is None
+
+
+def test_a_dropped_action_a_clause_asks_for_is_not_replaced_by_one_sharing_its_title() -> None:
+    """The first plan made the link and nothing else; told to schedule, the second scheduled and dropped the link
+    (both called 'Design sync'): the request asks for both, so the first plan stays with the event added."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("CreateVideoRoom", "Creates a video-call room and returns its join link.", {"topic": TEXT},
+                  ["topic"]),
+        openai_fn("ScheduleMeeting", "Schedules a meeting on the calendar.", {"title": TEXT, "venue": TEXT},
+                  ["title"]),
+    ])
+    first = '1. CreateVideoRoom(topic="Design sync")\n2. join()\n<END_OF_PLAN>'
+    second = '1. ScheduleMeeting(title="Design sync")\n2. join()\n<END_OF_PLAN>'
+    result = Agent(tools, ScriptedModel([first, second])).plan_sync(
+        "Make a video call link and schedule 'Design sync' tomorrow. Put the link in as the venue.", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["CreateVideoRoom", "ScheduleMeeting"]
+
+
+def test_a_plan_that_uses_a_later_steps_result_is_run_in_its_order() -> None:
+    """Planning only: ``2. post(files=[$3])`` before ``3. find_doc(...)`` is planned in the order that runs; a
+    cycle is still an error."""
+    text = ('1. who_is(person="Leo")\n2. post(to=[$1], subject="Deck", body="Here", files=[$3])\n'
+            '3. find_doc(words="deck")\n4. join()\n<END_OF_PLAN>')
+    result = Agent(_tools(), ScriptedModel([text])).plan_sync("Email Leo the deck", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["who_is", "find_doc", "post"]
+    assert result.plan.calls[2].args["files"] == [Ref(2)] and result.plan.calls[2].args["to"] == [Ref(1)]
+    cycle = ('1. find_doc(words=$2)\n2. post(to=["a@x.io"], subject="s", body="b", files=[$1])\n'
+             '3. join()\n<END_OF_PLAN>')
+    with pytest.raises(PlanValidationError):
+        Agent(_tools(), ScriptedModel([cycle, cycle])).plan_sync("Email a@x.io the deck", today=TODAY)

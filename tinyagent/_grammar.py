@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._formats import identifier_kind, string_shapes
@@ -218,6 +218,7 @@ def plan_grammar(
     prior_steps: Sequence[int] = (),
     identifiers: Mapping[str, Sequence[str]] | None = None,
     required: Collection[str] | Sequence[Collection[str]] = (),
+    names: Mapping[str, str] | None = None,
 ) -> str:
     """The GBNF grammar of a plan over ``tools``.
 
@@ -230,15 +231,19 @@ def plan_grammar(
             the only literals an identifier parameter then takes. None: any value of the right shape.
         required: the plan calls at least one of these tools before ``join`` (ignored when none is offered); or
             several such groups, each of which the plan serves (a text and a reminder).
+        names: the name the planner writes for a tool, where it is not the tool's own
+            (:func:`~tinyagent._names.shown_names` over the offered tools).
 
     Raises:
         ConfigurationError: the generated grammar failed its check (a bug: please report it with the tool schemas).
     """
     opts = options or GrammarOptions()
     tool_list = list(tools.values()) if isinstance(tools, Mapping) else list(tools)
+    names = names or {}
+    tool_list = [replace(t, name=names[t.name]) if t.name in names else t for t in tool_list]
     b = _Builder(opts)
     offered = {t.name for t in tool_list}
-    groups = [g for g in _groups(required) if g & offered]
+    groups = [g for g in (frozenset(names.get(n, n) for n in g) for g in _groups(required)) if g & offered]
     full = (1 << len(groups)) - 1
 
     def state(k: int, mask: int) -> str:  # step k, with the groups in ``mask`` still unserved

@@ -113,6 +113,18 @@ class Plan:
         """Build a plan from JSON calls (references as ``"$k"``)."""
         return cls(calls=tuple(Call.from_json(c) for c in calls), answer=answer)
 
+    def in_dependency_order(self) -> Plan:
+        """The plan with every call after the calls it references, renumbered from 1 (references follow): a plan
+        whose step used a later step's result (``2. post(body=$3)``, ``3. make_link()``) made runnable.
+
+        Raises:
+            PlanValidationError: duplicate ids, a reference to a missing step, or a cycle.
+        """
+        order = self.topological_order()
+        numbers = {c.id: i + 1 for i, c in enumerate(order)}
+        return Plan(calls=tuple(Call(numbers[c.id], c.name, map_refs(dict(c.args), lambda r: Ref(numbers[r.step])))
+                                for c in order), answer=self.answer)
+
     def topological_order(self) -> list[Call]:
         """The calls in an order where every call follows its dependencies.
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._names import shown_names
 from ._plan import END_OF_PLAN, JOIN, Call, Plan, Ref, find_refs, strings_to_refs
 from ._schema import SchemaValidationError, validate_value
 from ._tools import Tool
@@ -278,6 +279,7 @@ class PlanStreamParser:
         self.first_step = first_step
         self.validate = validate
         self._known: set[int] = set(prior_steps)
+        self._real = {shown: real for real, shown in shown_names(tools.values()).items()}  # (the planner's names)
         self._buffer = ""
         self._calls: list[Call] = []
         self._line_no = 0
@@ -338,6 +340,7 @@ class PlanStreamParser:
         if parsed is None:
             return None
         step, name, args = parsed
+        name = self._real.get(name, name)
         if name == JOIN:
             self.done = True
             return None

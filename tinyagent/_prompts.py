@@ -14,6 +14,7 @@ from typing import Any
 
 from ._grounded_formats import values_for_parameter
 from ._grounding import ground
+from ._names import show, shown_names
 from ._plan import Example, Plan, leaves
 from ._tools import Tool
 
@@ -123,6 +124,7 @@ def planner_system_prompt(tools: Iterable[Tool], examples: Sequence[Example] = (
         format_examples: when ``examples`` is empty, show :data:`GENERIC_EXAMPLES` (other tools; they only show the
             plan format and when to call nothing). The grammar still allows only the offered tools.
     """
+    tools = list(tools)
     parts = [_PLANNER_RULES, "", "Tools:", *(describe_tool(t) for t in tools)]
     if examples:
         parts += ["", "Examples:"]
@@ -130,7 +132,7 @@ def planner_system_prompt(tools: Iterable[Tool], examples: Sequence[Example] = (
     elif format_examples:
         parts += ["", "Examples (with other tools than yours; they only show the format):"]
         parts += [format_example(e) + "\n" for e in GENERIC_EXAMPLES]
-    return "\n".join(parts).rstrip() + "\n"
+    return show("\n".join(parts).rstrip() + "\n", shown_names(tools))
 
 
 def build_planner_messages(
@@ -156,6 +158,7 @@ def build_planner_messages(
         format_examples: without ``examples``, show format-only examples with other tools.
         grounding: values resolved from the request (dates, times, identifiers), shown after it.
     """
+    tools = list(tools)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": planner_system_prompt(tools, examples, format_examples=format_examples)}]
     context = ""
@@ -167,7 +170,7 @@ def build_planner_messages(
         user += f"\n{grounding}"
     if replan_context:
         user += f"\n\n{replan_context}"
-    messages.append({"role": "user", "content": user})
+    messages.append({"role": "user", "content": show(user, shown_names(tools))})
     return messages
 
 

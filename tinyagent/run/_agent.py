@@ -318,11 +318,13 @@ class Agent:
         the identifiers it made up taken from the second plan's new lookups where they match."""
         dropped = dropped_actions(first, second, state.offer.tools, frozenset(state.avoid))
         swapped = [c for c in second.calls if any(c.name in group for group in asked)]
-        dropped = [name for name in dropped
-                   if not any(same_target(c, s) for c in first.calls if c.name == name for s in swapped)]
+        clauses = named_clauses(state.query, state.offer.tools)
+        named = frozenset().union(*(group for group, _ in clauses))
+        dropped = [name for name in dropped if name in named  # (what a clause asks for is never replaced)
+                   or not any(same_target(c, s) for c in first.calls if c.name == name for s in swapped)]
         if not dropped:  # (one dropped for the tool it was planned again to call is the fix: a forward for a reply)
             return second
-        served = merge_served(first, second, asked, named_clauses(state.query, state.offer.tools))
+        served = merge_served(first, second, asked, clauses)
         base = served or first
         merged = merge_lookups(base, second, state.offer.tools, known)
         state.result.notes.append(f"plan: the second plan dropped {', '.join(dropped)}; kept the first"

@@ -25,7 +25,8 @@ from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
 
-__all__ = ["finds_kind", "finds_kinds", "lookup_kind", "lookup_kinds", "mismatched_refs", "speaks_of", "swap_lookups"]
+__all__ = ["KIND_NAMES", "finds_kind", "finds_kinds", "lookup_kind", "lookup_kinds", "mismatched_refs", "speaks_of",
+           "swap_lookups"]
 
 
 def finds_kind(tool: Tool | None) -> str | None:
@@ -38,23 +39,26 @@ def finds_kind(tool: Tool | None) -> str | None:
 
 _MAIL_WORD = re.compile(r"\be-?mails?\b", re.IGNORECASE)
 _PHONE_WORD = re.compile(r"\b(?:phone|mobile|cell|telephone)\b", re.IGNORECASE)
+KIND_NAMES = {"email": _MAIL_WORD, "phone": _PHONE_WORD}
+"""The words that name each identifier kind in a description or an enum value."""
 
 
 def finds_kinds(tool: Tool | None) -> frozenset[str]:
     """The identifier kinds a tool finds: the one its description names (:func:`finds_kind`), or both for a contact
     card ("returns the matching contact card, with `email` and `mobile` fields"; "returns the contact's e-mail
     address and phone number"): a description that speaks of e-mail and of a phone, of a tool whose only required
-    parameter is text that names someone ("A name or a saved relation")."""
+    required parameter that is free text names someone ("A name or a saved relation"; others may pick from an enum:
+    ``want: "email" | "phone"``)."""
     one = finds_kind(tool)
     if one is not None or tool is None:
         return frozenset({one} if one else ())
     text = affirmed(f"{tool.description} {tool.returns or ''}")
-    if not (_MAIL_WORD.search(text) and _PHONE_WORD.search(text)) or len(tool.required) != 1:
+    if not (_MAIL_WORD.search(text) and _PHONE_WORD.search(text)):
         return frozenset()
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    schema = props.get(tool.required[0])
-    if not isinstance(schema, Mapping) or schema.get("type", "string") != "string" \
-            or not NAME_WORDS.search(f"{tool.required[0]} {schema.get('description', '')}"):
+    texts = [(name, schema) for name in tool.required if isinstance(schema := props.get(name), Mapping)
+             and schema.get("type", "string") == "string" and "enum" not in schema]  # (an enum picks, names none)
+    if len(texts) != 1 or not NAME_WORDS.search(f"{texts[0][0]} {texts[0][1].get('description', '')}"):
         return frozenset()
     return frozenset({"email", "phone"})
 

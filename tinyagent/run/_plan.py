@@ -12,12 +12,13 @@ from typing import Any
 from .._events import StepPlanned
 from .._formats import written_identifiers
 from .._grammar import plan_grammar
+from .._names import shown_names
 from .._plan import END_OF_PLAN, JOIN, Call, Example, Plan
-from .._plan_parser import PlanStreamParser
+from .._plan_parser import PlanStreamParser, check_call, parse_plan
 from .._prompts import build_planner_messages, grounding_for
 from .._routing_base import RoutingHook, Stage
 from .._tools import Tool
-from ..errors import BudgetExceeded
+from ..errors import BudgetExceeded, PlanParseError, PlanValidationError
 from ..models import Completion, Model, ModelRequest, Preference
 from ._settings import NO_TOOL_PREF, STOP_PREF, AgentSettings
 from ._state import Emit, RunState
@@ -83,7 +84,7 @@ def planner_request(state: RunState, settings: AgentSettings, router: RoutingHoo
         allowed = {n: t for n, t in tools.items() if n not in left_out} if left_out else tools
         written = written_identifiers(known_text(state.query, state.history)) if settings.identifier_grammar else None
         grammar = plan_grammar_for(state.grammars, allowed, settings, first_step, tuple(prior_steps), written,
-                                   required=state.required)
+                                   required=state.required, names=shown_names(tools.values()))
     return ModelRequest(messages=messages, grammar=grammar, max_tokens=settings.planner_max_tokens,
                         stop=(END_OF_PLAN,), logprobs=router.wants_logprobs, prefer=join_floors(settings, first_step))
 
@@ -108,17 +109,20 @@ def join_floors(settings: AgentSettings, first_step: int) -> tuple[Preference, .
 def plan_grammar_for(cache: dict[tuple[Any, ...], str], tools: Mapping[str, Tool], settings: AgentSettings,
                      first_step: int, prior_steps: tuple[int, ...],
                      identifiers: Mapping[str, Sequence[str]] | None = None,
-                     required: tuple[frozenset[str], ...] = ()) -> str:
+                     required: tuple[frozenset[str], ...] = (), names: Mapping[str, str] | None = None) -> str:
     """The plan grammar, memoised in ``cache`` (the run's) per offered tool set, numbering, written identifiers
-    (None: identifier parameters are not limited to them) and the tools one of which it must call."""
+    (None: identifier parameters are not limited to them), the tools one of which it must call and the names the
+    planner writes (:func:`~tinyagent._names.shown_names`)."""
     ids = None if identifiers is None else tuple((k, tuple(v)) for k, v in sorted(identifiers.items()))
-    key = (tuple(tools), first_step, prior_steps, ids, tuple(tuple(sorted(g)) for g in required))
+    key = (tuple(tools), first_step, prior_steps, ids, tuple(tuple(sorted(g)) for g in required),
+           tuple(sorted((names or {}).items())))
     grammar = cache.get(key)
     if grammar is None:
         if len(cache) > _MAX_GRAMMARS:
             cache.clear()
         grammar = cache[key] = plan_grammar(tools, options=settings.grammar, first_step=first_step,
-                                            prior_steps=prior_steps, identifiers=identifiers, required=required)
+                                            prior_steps=prior_steps, identifiers=identifiers, required=required,
+                                            names=names)
     return grammar
 
 
@@ -187,12 +191,32 @@ async def plan_once(router: RoutingHook, model: Model, request: ModelRequest, to
     model, stream = await call_model(router, model, request, "plan", notes)
     parser = PlanStreamParser(tools, first_step=first_step, prior_steps=prior)
     completion: Completion | None = None
+    text, problem = "", None
     async for item in stream:
         if isinstance(item, Completion):
             completion = item
-        else:
-            parser.feed(item)
-    plan = parser.close()
+            continue
+        text += item
+        if problem is None:
+            try:
+                parser.feed(item)
+            except PlanValidationError as exc:
+                if "forward reference" not in str(exc) or first_step != 1:
+                    raise
+                problem = exc  # (read to its end: the plan may run in another order)
+    plan = parser.close() if problem is None else _reordered(text, tools, problem)
     if completion is None:
-        completion = Completion(text=parser.text, model=model.name)
+        completion = Completion(text=text, model=model.name)
     return model, completion, plan
+
+
+def _reordered(text: str, tools: Mapping[str, Tool], problem: PlanValidationError) -> Plan:
+    """The whole plan ``text``, whose step used a later step's result, in an order where it runs; ``problem``
+    raised when no order serves or a call is invalid otherwise."""
+    try:
+        plan = parse_plan(text, tools, validate=False).in_dependency_order()
+        for call in plan.calls:
+            check_call(call, tools, range(1, call.id))
+    except (PlanParseError, PlanValidationError):
+        raise problem from None
+    return plan

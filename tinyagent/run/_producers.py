@@ -35,7 +35,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import channel_clauses
 from ._clauses import named_clauses
-from ._lookups import lookup_kind, lookup_kinds
+from ._lookups import KIND_NAMES, lookup_kind, lookup_kinds
 from ._repair import invented_identifiers
 from ._sources import documented_source
 
@@ -173,11 +173,29 @@ def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | N
     return finders[0] if len(finders) == 1 else None
 
 
-def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str] | None:
+def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str, dict[str, Any]] | None:
     """The one offered tool that finds identifiers of ``kind`` and takes one text argument, with that argument's
-    name; None when there is none, or more than one."""
-    finders = [t for t in tools.values() if kind in lookup_kinds(t) and one_text_param(t)]
-    return (finders[0].name, str(one_text_param(finders[0]))) if len(finders) == 1 else None
+    name and what its other required parameters take for the kind (:func:`kind_choices`); None when there is none,
+    or more than one."""
+    finders = [(t.name, param, choices) for t in tools.values() if kind in lookup_kinds(t)
+               and (param := one_text_param(t, choices=True)) and (choices := kind_choices(t, param, kind)) is not None]
+    return finders[0] if len(finders) == 1 else None
+
+
+def kind_choices(tool: Tool, person: str, kind: str) -> dict[str, Any] | None:
+    """The values a lookup's required parameters other than ``person`` take to find ``kind`` (``want="phone"`` of
+    ``want: "email" | "phone"``): each an enum with one value that names the kind; None when one has none."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    words = KIND_NAMES.get(kind)
+    out: dict[str, Any] = {}
+    for name in tool.required:
+        if name == person:
+            continue
+        fits = [v for v in (props.get(name) or {}).get("enum") or () if words and words.search(str(v))]
+        if len(fits) != 1:
+            return None
+        out[name] = fits[0]
+    return out
 
 
 def name_in_request(value: str, request: str) -> str | None:
@@ -236,10 +254,11 @@ def _named_for_channel(names: Sequence[str], kind: str, request: str) -> str | N
     return inside[0] if len(inside) == 1 else None
 
 
-def one_text_param(tool: Tool) -> str | None:
-    """The tool's only required parameter, when it takes text."""
-    required = list(tool.required)
+def one_text_param(tool: Tool, *, choices: bool = False) -> str | None:
+    """The tool's only required parameter, when it takes text; with ``choices``, its only required parameter that
+    takes free text, the others picking from an enum."""
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    required = [n for n in tool.required if not (choices and "enum" in (props.get(n) or {}))]
     if len(required) != 1 or (props.get(required[0]) or {}).get("type", "string") != "string":
         return None
     return required[0]
@@ -264,7 +283,7 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
                 person = names[0] if len(names) == 1 else _named_for_channel(names, kind, request)
         if finder is None or person is None:
             return None
-        return Call(0, finder[0], {finder[1]: person})
+        return Call(0, finder[0], {finder[1]: person, **finder[2]})
     source = path_source(schema, tools)
     if source is None or source == tool.name or (param := one_text_param(tools[source])) is None:
         return None

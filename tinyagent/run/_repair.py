@@ -31,11 +31,11 @@ from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import asked_channel, channel_problem
 from ._clauses import topic_words
-from ._dangling import cut_plan_text, dangling_problem
+from ._dangling import cut_plan_text, dangling_problem, hoist_named_steps
 from ._days import RequestDays, date_only, on_the_named_day
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
-from ._lookups import finds_kinds, lookup_kind, mismatched_refs, speaks_of, swap_lookups
+from ._lookups import finds_kinds, lookup_kind, lookup_kinds, mismatched_refs, speaks_of, swap_lookups
 from ._no_tool import _grounded, _stem, _words, request_text
 from ._plan import known_text
 from ._sources import documented_source, swap_sourced_refs, unsourced_values
@@ -199,13 +199,17 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
     * or the step looks up an identifier of that kind the request gives and another step already passes ("Jane",
       or the address itself, beside ``jane@corp.com``);
     * or the request speaks neither of that kind nor of a channel ("Is it going to rain in Porto?" planned with an
-      e-mail lookup of "Porto" beside a route).
+      e-mail lookup of "Porto" beside a route);
+    * or no step takes an identifier of that kind and the request asks for none ("Kofi emailed asking about the
+      survey: reply to his latest message with its summary" planned with a lookup of Kofi's address beside the
+      reply, which takes a message id).
 
     Their results would only reach the answer, and they answer nothing."""
     if len(calls) < 2:
         return set()
     used = used_steps(calls)
     stems = {_stem(w) for w in _words(request)}
+    taken = _taken_kinds(calls, tools)
     out = set()
     for call in calls:
         values = list(leaves(call.args))
@@ -217,8 +221,23 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         if not any(_grounded(v, request, stems) for v in values) or given is not None and any(
                 _belongs(lit, call) and _passed_elsewhere(lit, call, calls)
                 for kind in finds for lit in given.by_kind.get(kind, [])
-        ) or not any(speaks_of(kind, request) for kind in finds) and not asked_channel(request):
+        ) or not any(speaks_of(kind, request) for kind in finds) and not asked_channel(request) or lookup_kinds(
+                tools.get(call.name)) and not (finds & taken or any(_ASKS_FOR[k].search(request) for k in finds)):
             out.add(call.id)
+    return out
+
+
+_ASKS_FOR = {"email": re.compile(r"\baddress|\bcontact", re.IGNORECASE),
+             "phone": re.compile(r"\bnumbers?\b|\bcontact", re.IGNORECASE)}  # (the identifier itself, as an answer)
+
+
+def _taken_kinds(calls: Iterable[Call], tools: Mapping[str, Tool]) -> set[str]:
+    """The identifier kinds the calls' parameters take."""
+    out = set()
+    for call in calls:
+        props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+        out |= {kind for name in call.args if isinstance(props.get(name), Mapping)
+                and (kind := identifier_kind(props[name])) is not None}
     return out
 
 
@@ -360,7 +379,7 @@ def call_problem(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, To
         notes.append(wrong)
     if wrong := mismatched_refs(call, earlier, tools):
         notes.append(wrong)
-    if wrong := dangling_problem(call, earlier):
+    if wrong := dangling_problem(call, earlier, tools):
         notes.append(wrong)
     if invented := invented_identifiers(call, tools, known):
         notes.append(invented_note(call.id, invented))
@@ -494,7 +513,7 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     :func:`~._sources.swap_sourced_refs` (always), :func:`invented_refs` and :func:`use_given_identifiers`
     (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its
     resolved dates), then :func:`~._days.on_the_named_day` and :func:`~._days.date_only` (``days``: the request's)."""
-    call = quoted_refs(cut_plan_text(call, earlier), earlier, tools, given.request if given is not None else "")
+    call = quoted_refs(cut_plan_text(call, earlier, tools), earlier, tools, given.request if given is not None else "")
     call = swap_sourced_refs(call, earlier, tools)
     if given is not None:
         call = use_given_identifiers(invented_refs(call, earlier, tools, given.request), earlier, given, tools)
@@ -512,7 +531,10 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
     days = RequestDays.of(query, today)
     done: dict[int, Call] = {}
     out: list[Call] = []
-    calls, notes = swap_lookups(plan.calls, tools) if identifiers else (list(plan.calls), [])
+    calls, notes = hoist_named_steps(plan.calls, tools)
+    if identifiers:
+        calls, swapped = swap_lookups(calls, tools)
+        notes += swapped
     for call in calls:
         fixed = repair_call(call, done, given, tools, grounding, days)
         done[call.id] = fixed

@@ -218,10 +218,10 @@ def _unset_or_made_up(value: Any, known: str) -> bool:
 
 def _lookup_for_the_one_name(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
                              request: str) -> tuple[list[Call], list[str]]:
-    """Where an identifier list still passes one step that finds no identifier (a document search's path as the
-    recipient of "Email Priya that ..."), the plan has no lookup of that kind, and the request writes exactly one
-    person: a lookup of that person, added (moved before the call by :func:`_in_order`). "my Home wifi note" is
-    no one's name (:func:`~._producers.people`)."""
+    """Where an identifier (or a list of them) still passes one step that finds no identifier (a document search's
+    path as the recipient of "Email Priya that ...", a route as the number of "Text my brother that ..."), the plan
+    has no lookup of that kind, and the request writes exactly one person: a lookup of that person, added (moved
+    before the call by :func:`_in_order`). "my Home wifi note" is no one's name (:func:`~._producers.people`)."""
     names = people(request)
     if len(names) != 1:
         return calls, []
@@ -231,16 +231,17 @@ def _lookup_for_the_one_name(calls: list[Call], args: dict[int, dict[str, Any]],
         props: Mapping[str, Any] = (tool.parameters.get("properties") or {}) if tool is not None else {}
         for name, value in args[call.id].items():
             kind = identifier_kind(props.get(name) or {})
-            if kind is None or not isinstance(value, list):
+            if kind is None or not isinstance(value, list | Ref):
                 continue
-            wrong = [v for v in value if isinstance(v, Ref) and v.step in by_id
-                     and lookup_kind(tools.get(by_id[v.step].name)) is None]
+            wrong = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, Ref)
+                     and v.step in by_id and lookup_kind(tools.get(by_id[v.step].name)) is None]
             finder = sole_finder(kind, tools)
             if len(wrong) != 1 or finder is None or any(kind in lookup_kinds(tools.get(c.name)) for c in calls):
                 continue
-            new = Call(max(by_id) + 1, finder[0], {finder[1]: names[0]})
+            new = Call(max(by_id) + 1, finder[0], {finder[1]: names[0], **finder[2]})
             args[new.id] = dict(new.args)
-            args[call.id][name] = [Ref(new.id) if v == wrong[0] else v for v in value]
+            args[call.id][name] = [Ref(new.id) if v == wrong[0] else v for v in value] \
+                if isinstance(value, list) else Ref(new.id)
             return [*calls, new], [f"plan: step {call.id} passed {wrong[0]} as {name}, which finds none; added "
                                    f"{new.name}({finder[1]}={names[0]!r}) for it"]
     return calls, []

@@ -1,0 +1,96 @@
+"""The names the planner reads (``tinyagent._names``): an MCP server's prefix the description never speaks of is
+left out, hyphens become underscores, and the plan comes back under the registry's names."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import pytest
+from _helpers_models import real_model_available
+from _helpers_tools import TEXT, openai_fn
+
+from tinyagent import Agent, ToolRegistry
+from tinyagent._grammar import check_gbnf, plan_grammar
+from tinyagent._names import show, shown_names
+from tinyagent._plan import Call, Plan, Ref
+from tinyagent.models import ScriptedModel
+from tinyagent.run._producers import insert_producers
+
+TODAY = dt.date(2027, 5, 20)
+NUMBER = {"type": "string", "description": "Destination phone number, E.164 (e.g. +14155550100)."}
+
+
+def _tools() -> ToolRegistry:
+    return ToolRegistry.from_openai([
+        openai_fn("pim__people-resolve", "Resolve a person in the address book to one contact channel. Returns: "
+                  "{value: the e-mail address, or the phone number}.",
+                  {"who": {"type": "string", "description": "Name as spoken, or a relationship label."},
+                   "want": {"type": "string", "enum": ["email", "phone"]}}, ["who", "want"]),
+        openai_fn("mail__send", "Compose and send a new email.", {"to": TEXT, "body": TEXT}, ["to", "body"]),
+        openai_fn("sms__send", "Send a text message.", {"to": NUMBER, "text": TEXT}, ["to", "text"]),
+        openai_fn("cal__day-agenda", "List everything on the owner's calendars for one day.", {"day": TEXT},
+                  ["day"]),
+        openai_fn("wx__forecast", "Daily weather forecast, up to 10 days ahead.", {"place": TEXT, "day": TEXT},
+                  ["place"]),
+        openai_fn("geo__route", "Route between two places.", {"to": TEXT}, ["to"]),
+    ])
+
+
+def test_a_prefix_the_description_never_speaks_of_is_left_out() -> None:
+    names = shown_names(_tools().values())
+    assert names["wx__forecast"] == "forecast" and names["geo__route"] == "route"
+    assert names["pim__people-resolve"] == "people_resolve"
+    assert names["cal__day-agenda"] == "cal_day_agenda"  # ("calendars" speaks of it)
+    assert names["mail__send"] == "mail_send"  # ("email" ends with it)
+    assert names["sms__send"] == "sms_send"  # (both would be "send")
+    plain = ToolRegistry.from_openai([openai_fn("get_weather", "Weather.", {"city": TEXT}, ["city"]),
+                                      openai_fn("math.factorial", "Factorial.", {"n": TEXT}, ["n"])])
+    assert shown_names(plain.values()) == {}  # (readable names, and dotted ones, are shown as they are)
+    clash = ToolRegistry.from_openai([openai_fn("wx__forecast", "Daily weather.", {"a": TEXT}, ["a"]),
+                                      openai_fn("forecast", "Sales forecast.", {"a": TEXT}, ["a"])])
+    assert shown_names(clash.values()) == {"wx__forecast": "wx_forecast"}  # (never another tool's name)
+    assert show("see wx__forecast, not wx__forecasts or my.wx__forecast", names) == \
+        "see forecast, not wx__forecasts or my.wx__forecast"
+
+
+def test_the_planner_reads_the_shown_names_and_the_plan_keeps_the_registrys() -> None:
+    model = ScriptedModel(['1. forecast(place="Lisbon", day="2027-05-22")\n2. join()\n<END_OF_PLAN>'])
+    result = Agent(_tools(), model).plan_sync("What's the weather in Lisbon on Saturday?", today=TODAY)
+    assert [c.name for c in result.plan.calls] == ["wx__forecast"]
+    request = model.requests[0]
+    text = "\n".join(str(m["content"]) for m in request.messages)
+    assert "forecast(place" in text and "wx__forecast" not in text and "people-resolve" not in text
+    assert request.grammar is not None and '"forecast("' in request.grammar and "wx__" not in request.grammar
+
+
+def test_the_grammar_writes_the_shown_names_and_still_requires_by_the_registrys() -> None:
+    tools = _tools()
+    grammar = plan_grammar(tools, required=[frozenset({"wx__forecast"})], names=shown_names(tools.values()))
+    check_gbnf(grammar)
+    assert '"forecast("' in grammar and "need1" in grammar and "wx__forecast" not in grammar
+
+
+def test_a_lookup_that_picks_its_channel_from_an_enum_is_called_with_the_right_choice() -> None:
+    tools = _tools()
+    request = "Text my brother that I'll grab him from the airport at 6."
+    plan = Plan(calls=(Call(1, "sms__send", {"to": "+14155550100", "text": "I'll grab you at 6"}),))
+    fixed, notes = insert_producers(plan, tools, request, request)
+    assert fixed.calls[0] == Call(1, "pim__people-resolve", {"who": "brother", "want": "phone"}) and notes
+    assert fixed.calls[1].args["to"] == Ref(1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not real_model_available("qwen2.5-coder-1.5b"), reason="needs the 1.5B GGUF")
+def test_real_planner_finds_the_weather_behind_a_servers_code() -> None:
+    """With the registry's own names the 1.5B planned the weather as a route."""
+    from tinyagent.apps import load_model_spec
+
+    model = load_model_spec("qwen2.5-coder-1.5b", threads=2)
+    try:
+        result = asyncio.run(Agent(_tools(), model).plan("What's the weather looking like in Lisbon on Saturday?",
+                                                         today=TODAY))
+        assert [c.name for c in result.plan.calls] == ["wx__forecast"]
+        assert result.plan.calls[0].args.get("day") == "2027-05-22"
+    finally:
+        asyncio.run(model.aclose())

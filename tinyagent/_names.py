@@ -1,0 +1,75 @@
+"""The names the planner reads: a tool's name as the model sees it, and back.
+
+A small planner picks a tool by its name first and its description second. Given an MCP-style registry
+(``wx__forecast``, ``geo__route``, ``pim__people-resolve``), Qwen2.5-Coder-1.5B routed "What's the weather in Lisbon
+on Saturday?" to ``geo__route``; the same tools named ``weather__forecast`` were planned right. A server's short
+code is noise to it. So the planner reads each tool under a shown name:
+
+* a namespace before ``__`` (an MCP server's prefix) that the tool's description never speaks of (``wx``, ``pim``,
+  ``calc``, ``geo``) is left out, unless what is left is another tool's too (``sms__send`` beside ``mail__send``
+  keeps its prefix: both would be ``send``);
+* a kept namespace is joined by one underscore, and hyphens, which no identifier has, become underscores
+  (``mail__inbox-search`` → ``mail_inbox_search``).
+
+:func:`shown_names` gives the map, :func:`show` writes it into a text (the prompt, the examples, a replan's note),
+and the plan parser reads either name back as the registry's. Everything else (grammar aside) keeps the registry's
+names: the events, the executor, the repairs and the user.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from ._tools import Tool
+
+__all__ = ["show", "shown_names"]
+
+_NAMESPACE = re.compile(r"([A-Za-z][A-Za-z0-9]*)__(?=[A-Za-z])(.+)")
+_WORD = re.compile(r"[a-z]+")
+
+
+def shown_names(tools: Iterable[Tool]) -> dict[str, str]:
+    """Each tool's shown name, for the tools whose shown name is not their own (see the module docstring); the
+    shown names are unique and none is another tool's own name."""
+    tools = list(tools)
+    rests = Counter(_rest(t.name) for t in tools)
+    shown = {}
+    for tool in tools:
+        m = _NAMESPACE.fullmatch(tool.name)
+        if m is None:
+            name = tool.name.replace("-", "_")
+        elif rests[_rest(tool.name)] == 1 and not _spoken(m.group(1), tool):
+            name = m.group(2).replace("-", "_")
+        else:
+            name = f"{m.group(1)}_{m.group(2)}".replace("-", "_")
+        if name != tool.name:
+            shown[tool.name] = name
+    own = {t.name for t in tools}
+    counts = Counter(shown.values())
+    return {real: name for real, name in shown.items() if counts[name] == 1 and name not in own}
+
+
+def show(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each tool name of ``names`` written as its shown name (whole names only)."""
+    if not names or not text:
+        return text
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                         + r")(?![\w-])")
+    return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def _rest(name: str) -> str:
+    """The name past its namespace (``forecast`` of ``wx__forecast``), hyphens as underscores."""
+    m = _NAMESPACE.fullmatch(name)
+    return (m.group(2) if m else name).replace("-", "_").lower()
+
+
+def _spoken(namespace: str, tool: Tool) -> bool:
+    """Whether the tool's description speaks of its namespace: a word that is it, or starts or ends with it
+    (``cal`` and "calendar", ``mail`` and "email"), or that it starts with (``docs`` and "doc")."""
+    ns = namespace.lower()
+    words = set(_WORD.findall(f"{tool.description} {tool.returns}".lower()))
+    return any(w == ns or len(ns) >= 3 and (w.startswith(ns) or w.endswith(ns))
+               or len(w) >= 3 and ns.startswith(w) for w in words)

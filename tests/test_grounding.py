@@ -411,3 +411,30 @@ def test_an_ordinal_that_is_no_date() -> None:
     from tinyagent._grounding import ground
 
     assert ground("the files on the 2nd floor", dt.date(2026, 12, 14)) == []
+
+
+@pytest.mark.parametrize(("request_", "said", "expected"), [
+    ("Fly out a week from today; remind me the night before at 8", "the night before at 8", "2027-05-26T20:00"),
+    ("Dentist on June 3rd at 9:40, and remind me the evening before at 7", "the evening before at 7",
+     "2027-06-02T19:00"),
+    ("Launch on Friday, and a retro the morning after", "the morning after", "2027-05-22T09:00"),
+    ("Party on Saturday; shop the day before", "the day before", "2027-05-21"),
+])
+def test_a_day_next_to_the_requests_one_date(request_: str, said: str, expected: str) -> None:
+    values = {v.text: v.value for v in ground(request_, dt.date(2027, 5, 20))}
+    assert values[said] == expected
+
+
+def test_a_day_next_to_no_date_or_to_two_is_not_guessed() -> None:
+    for request_ in ("Remind me the night before at 8", "Monday or Friday, and the day before"):
+        assert not any(v.text.startswith("the ") for v in ground(request_, dt.date(2027, 5, 20)))
+    assert "the day before yesterday" in {v.text for v in ground("the day before yesterday", dt.date(2027, 5, 20))}
+
+
+def test_the_time_the_request_says_it_is_counts_for_in_so_many_minutes() -> None:
+    values = {v.text: v.value for v in ground("It's 1:45pm. In 90 minutes remind me to call mum", dt.date(2027, 5, 20))}
+    assert values["In 90 minutes"] == "2027-05-20T15:15"
+    values = {v.text: v.value for v in ground("remind me in 45 min to move the car its 2:10pm now",
+                                              dt.date(2027, 5, 20))}
+    assert values["in 45 min"] == "2027-05-20T14:55"
+    assert not any(v.kind == "datetime" for v in ground("remind me in 45 min", dt.date(2027, 5, 20)))

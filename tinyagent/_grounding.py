@@ -30,7 +30,7 @@ import calendar
 import datetime as dt
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from dateutil.relativedelta import relativedelta
@@ -188,6 +188,7 @@ class _Cand:
     hour: int | None = None  # a bare hour ("at 9"), interpreted once the period is known
     minute: int = 0
     pm_bias: bool = False
+    shift: int = 0  # "the night before": a day from the request's one other date, its period's hour and half
 
 
 _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -387,6 +388,21 @@ def _clock_candidates(norm: str, today: dt.date, now: dt.time | None) -> list[_C
     return cands
 
 
+_NEXT_TO = re.compile(r"\bthe\s+(?P<p>day|morning|afternoon|evening|night)\s+(?P<rel>before|after)\b"
+                      r"(?!\s+(?:tomorrow|yesterday|today|that|the|it|we|i|you|he|she|they)\b)")
+
+
+def _next_to(norm: str) -> list[_Cand]:
+    """ "the night before", "the morning after": a day next to the request's other date (resolved in
+    :func:`_dates`), with its period's hour and half of the day."""
+    out = []
+    for m in _NEXT_TO.finditer(norm):
+        hour, pm = _PERIODS.get(m.group("p"), (None, False))
+        out.append(_Cand(m.start(), m.end(), "date", time=None if hour is None else dt.time(hour), pm_bias=pm,
+                         shift=-1 if m.group("rel") == "before" else 1))
+    return out
+
+
 def _select(cands: list[_Cand]) -> list[_Cand]:
     """Keep the longest non-overlapping candidates."""
     chosen: list[_Cand] = []
@@ -420,7 +436,7 @@ def _resolve(group: list[_Cand], today: dt.date) -> tuple[Kind, str] | None:
             return None
         return "datetime", f"{full.date.isoformat()}T{full.time:%H:%M}"
     date = by["date"].date if "date" in by else None
-    period = by.get("period")
+    period = by.get("period") or (by["date"] if "date" in by and by["date"].shift else None)
     if date is None and period is not None and period.date is not None:
         date = today
     clock = by.get("time")
@@ -451,9 +467,16 @@ def _dates(request: str, masked: str, today: dt.date, now: dt.time | None) -> li
             date = resolver(m, today)
             if date is not None:
                 cands.append(_Cand(m.start(), m.end(), "date", date=date))
-    cands += _time_candidates(norm) + _clock_candidates(norm, today, now)
+    cands += _time_candidates(norm) + _clock_candidates(norm, today, now) + _next_to(norm)
+    groups = _group(_select(cands), norm)
+    anchors = {c.date for g in groups for c in g if c.slot == "date" and not c.shift and c.date is not None}
     found = []
-    for group in _group(_select(cands), norm):
+    for group in groups:
+        if any(c.shift for c in group):  # "the night before": the one other date's day before, else nothing
+            if len(anchors) != 1:
+                continue
+            group = [replace(c, date=next(iter(anchors)) + dt.timedelta(days=c.shift)) if c.shift else c
+                     for c in group]
         resolved = _resolve(group, today)
         if resolved is None:
             continue
@@ -480,11 +503,25 @@ def ground(request: str, today: dt.date, *, now: dt.time | None = None) -> list[
     """
     found = identifiers(request)
     masked = _mask(request, found)
-    found += _dates(request, masked, today, now)
+    found += _dates(request, masked, today, now or _said_now(request))
     masked = _mask(request, found)
     for m in _NUMBER.finditer(masked):
         found.append(GroundedValue(m.group(), "number", m.group(), m.start(), m.end()))
     return sorted(found, key=lambda v: v.start)
+
+
+_NOW = re.compile(r"\b(?:it'?s|it\s+is)\s+(?:now\s+)?(?P<h>1[0-2]|0?[1-9])(?::(?P<m>[0-5]\d))?\s*(?P<ap>[ap])\.?m\b"
+                  r"|\b(?:it'?s|it\s+is)\s+(?:now\s+)?(?P<h24>[01]\d|2[0-3]):(?P<m24>[0-5]\d)\b", re.IGNORECASE)
+
+
+def _said_now(request: str) -> dt.time | None:
+    """The time the request says it is ("It's 1:45pm.", "its 2:10pm now"), for "in 90 minutes"."""
+    m = _NOW.search(request)
+    if m is None:
+        return None
+    if m.group("h24"):
+        return dt.time(int(m.group("h24")), int(m.group("m24")))
+    return dt.time(int(m.group("h")) % 12 + (12 if m.group("ap").lower() == "p" else 0), int(m.group("m") or 0))
 
 
 def _mask(request: str, values: Sequence[GroundedValue]) -> str:

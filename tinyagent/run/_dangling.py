@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._names import shown_names
 from .._plan import END_OF_PLAN, Call, Ref, find_refs, leaves, map_refs
 from .._tools import Tool
 
@@ -33,10 +34,13 @@ _WORD = re.compile(r"[A-Za-z][a-z]*")  # a name that could be a word of a text (
 
 
 def named_tools(text: str, tools: Mapping[str, Tool]) -> list[str]:
-    """The offered tools whose names ``text`` spells out, where a name cannot be a word of a text (it has a
-    separator, a digit or an inner capital: ``generateVideoMeetingLink``, ``mail__send``)."""
-    return [name for name in tools if not _WORD.fullmatch(name)
-            and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text)]
+    """The offered tools whose names ``text`` spells out, as the registry or the planner writes them
+    (:func:`~tinyagent._names.shown_names`), where a name cannot be a word of a text (it has a separator, a digit or
+    an inner capital: ``generateVideoMeetingLink``, ``mail__send``, ``files_find``)."""
+    shown = shown_names(tools.values())
+    return [name for name in tools if any(
+        not _WORD.fullmatch(said) and re.search(rf"(?<![\w.-]){re.escape(said)}(?![\w-])", text)
+        for said in {name, shown.get(name, name)})]
 
 
 def placeholder(text: str, tools: Mapping[str, Tool]) -> tuple[str, ...] | None:

@@ -46,3 +46,13 @@ def test_the_days_a_request_names() -> None:
     days = RequestDays.of("Lunch with Dev this Friday at 1 and a call on Monday", TODAY)
     assert days.named == {dt.date(2027, 3, 19), dt.date(2027, 3, 22)} and days.undated == {dt.date(2027, 3, 22)}
     assert not days.counted and RequestDays.of("the day before the launch", TODAY).counted
+
+
+def test_a_named_day_in_a_far_year_is_put_in_the_named_year() -> None:
+    from tinyagent.run._days import in_the_named_year
+
+    days = RequestDays.of("It's 1:45pm. In 90 minutes remind me to call mum", dt.date(2027, 5, 20))
+    call = Call(1, "remind", {"what": "call mum", "when": "1330-05-20T15:15"})
+    assert in_the_named_year(call, days).args["when"] == "2027-05-20T15:15"
+    for kept in ("2028-05-20T15:15", "2027-06-01T10:00", "call mum"):
+        assert in_the_named_year(Call(1, "remind", {"when": kept}), days).args["when"] == kept

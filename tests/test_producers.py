@@ -156,6 +156,10 @@ def test_the_agent_keeps_the_first_plan_when_the_second_lost_its_actions() -> No
     (">$1. join() <END_OF_PLAN>**Note:** The note was sent.", Ref(1)),
     (">$1", Ref(1)),
     ("[$1]", Ref(1)),
+    ("][$1]", Ref(1)),
+    ("][$1], words=1000)  # Adjust the word count as needed", Ref(1)),
+    ("$1) (the summary)", Ref(1)),
+    ("$1 is the total", "$1 is the total"),
     ("Here are the notes. join() <END_OF_PLAN>", "Here are the notes."),
     ("lunch is $25", "lunch is $25"),
 ])

@@ -27,7 +27,8 @@ __all__ = ["cut_plan_text", "dangling_problem", "hoist_named_steps"]
 
 _STEP_TEXT = re.compile(r"[^\w$]*\$(\d+)[^\w]*")  # the whole value: "$2", ">$2" (not "lunch is $25")
 _PLAN_TEXT = re.compile(rf"{re.escape(END_OF_PLAN)}|\bjoin\(\)|(?:^|\n)\s*\d+\.\s+\w+\(")
-_QUOTED_STEP = re.compile(r"\s*[>\[]?\s*\$(\d+)\b")  # ">$1", "[$1]", "$1" opening a value
+_QUOTED_STEP = re.compile(r"\s*[>\[\]]{0,3}\s*\$(\d+)\b")  # ">$1", "[$1]", "][$1]", "$1" opening a value
+_CODE_AFTER = re.compile(r"\]?\s*(?:\)|,\s*\w+\s*=|#)")  # "][$1], words=1000)  # Adjust ...": the plan's own text
 _ENDS_SENTENCE = re.compile(r"[.!?)]\s*$")
 _PLACEHOLDER = re.compile(r"(?<![\w$])\$[A-Za-z](?!\w)")  # "$k": the prompt's name for a reference, no value
 _WORD = re.compile(r"[A-Za-z][a-z]*")  # a name that could be a word of a text ("translate", "Send")
@@ -103,7 +104,7 @@ def cut_plan_text(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, T
         plan_text = _PLAN_TEXT.search(value)
         opening = _QUOTED_STEP.match(value)
         if opening and int(opening.group(1)) in earlier and int(opening.group(1)) < call.id and (
-                plan_text or _STEP_TEXT.fullmatch(value)):
+                plan_text or _STEP_TEXT.fullmatch(value) or _CODE_AFTER.match(value, opening.end())):
             return Ref(int(opening.group(1)))
         if plan_text and plan_text.start() > 0:
             head = value[:plan_text.start()].rstrip()

@@ -26,7 +26,7 @@ from .._grounding import ground
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["RequestDays", "date_only", "on_the_named_day"]
+__all__ = ["RequestDays", "date_only", "in_the_named_year", "on_the_named_day"]
 
 _MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
 _ISO_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
@@ -106,6 +106,20 @@ def on_the_named_day(call: Call, days: RequestDays) -> Call:
     for name, m in moments.items():
         args[name] = day.isoformat() + m.string.strip()[10:]
     return Call(call.id, call.name, args)
+
+
+def in_the_named_year(call: Call, days: RequestDays) -> Call:
+    """``call`` with an ISO date (or date-time) on a day the request names, but in a year a century or more away
+    from it (``1330-05-20T15:15`` for "in 90 minutes" on 2027-05-20: the hour read as a year), put in the named
+    day's year. A nearer year stays: a year-less "April 3rd" may be meant in another year than the next."""
+    args = dict(call.args)
+    for name, value in call.args.items():
+        m = _ISO_MOMENT.fullmatch(value.strip()) if isinstance(value, str) else None
+        day = _day(m.group(1)) if m else None
+        same = [d for d in days.named if day is not None and (d.month, d.day) == (day.month, day.day)]
+        if m and day is not None and len(same) == 1 and abs(same[0].year - day.year) >= 100:
+            args[name] = same[0].isoformat() + m.string.strip()[10:]
+    return call if args == dict(call.args) else Call(call.id, call.name, args)
 
 
 def _day(text: str) -> dt.date | None:

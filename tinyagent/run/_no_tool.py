@@ -304,8 +304,8 @@ _OPENS = r"(?:^|[.!?;:,]\s+|\b(?:please|pls|and|then|you|u)\s+)"
 # "Book 30 minutes with Maria", "book a call with Sid": time on the calendar, which a calendar tool does
 _TIME_BOOKED = (r"(?:\s+(?:me|us))?\s+(?:(?:a|an|some|half\s+an?|\d+|one|two|three|an?\s+hour)\s+)?(?:minutes?|mins?|"
                 r"hours?|hrs?|time|meeting|call|slot|session|catch-?up|sync)\b")
-_REMOVAL_ASKED = re.compile(_OPENS + r"(?:cancel|delete|remove|erase|trash|call\s+off|get\s+rid\s+of|unsubscribe)\b",
-                            re.IGNORECASE)
+_REMOVAL_ASKED = re.compile(_OPENS + r"(?:cancel|delete|remove|erase|trash|call\s+off|get\s+rid\s+of|unsubscribe|"
+                            r"take\s+(?:[\w'-]+\s+){1,6}?off\s+(?:my|the|our)\b)\b", re.IGNORECASE)  # (off my calendar)
 _REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|unsubscrib)", re.IGNORECASE)
 # Actions a personal assistant is often asked for that need a tool made for them (English verbs and the words a tool
 # that does them would use; no tool's name): (what is asked, how it opens a clause, what a tool that does it says).

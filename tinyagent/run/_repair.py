@@ -32,7 +32,7 @@ from ..models import ModelRequest
 from ._channels import asked_channel, channel_problem
 from ._clauses import topic_words
 from ._dangling import cut_plan_text, dangling_problem, hoist_named_steps
-from ._days import RequestDays, date_only, on_the_named_day
+from ._days import RequestDays, date_only, in_the_named_year, on_the_named_day
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
 from ._lookups import finds_kinds, lookup_kind, lookup_kinds, mismatched_refs, speaks_of, swap_lookups
@@ -520,7 +520,7 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     if grounding is not None:
         call = drop_ungrounded_optionals(call, tools, grounding)
     days = days or RequestDays()
-    return date_only(on_the_named_day(wrap_bare_refs(call, tools), days), tools, days)
+    return date_only(on_the_named_day(in_the_named_year(wrap_bare_refs(call, tools), days), days), tools, days)
 
 
 def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, tools: Mapping[str, Tool], *,

@@ -35,6 +35,9 @@ def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owne
     return None
 
 
+_PHRASE = re.compile(r"\s*[A-Za-z][a-z']*(?:\s+[A-Za-z0-9][\w']*[,.!?]?){2,}\s*")  # "I'll be there", not "Q3.pdf"
+
+
 def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool],
                      known: str) -> list[tuple[str, str, str]]:
     """The ``(parameter, value, source)`` of ``call`` where a parameter documents the tool its values come from,
@@ -53,8 +56,8 @@ def unsourced_values(call: Call, earlier: Mapping[int, Call], tools: Mapping[str
             if ref.step in earlier and earlier[ref.step].name != source:
                 out.append((name, f"${ref.step}", source))
         for leaf in leaves(value):
-            if isinstance(leaf, str) and leaf.strip() and leaf.lower() not in text:
-                out.append((name, leaf, source))
+            if isinstance(leaf, str) and leaf.strip() and (leaf.lower() not in text or _PHRASE.fullmatch(leaf)):
+                out.append((name, leaf, source))  # (a phrase of the request, in an id's place, is no id)
     return out
 
 

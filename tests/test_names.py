@@ -58,6 +58,7 @@ def test_the_planner_reads_the_shown_names_and_the_plan_keeps_the_registrys() ->
     model = ScriptedModel(['1. forecast(place="Lisbon", day="2027-05-22")\n2. join()\n<END_OF_PLAN>'])
     result = Agent(_tools(), model).plan_sync("What's the weather in Lisbon on Saturday?", today=TODAY)
     assert [c.name for c in result.plan.calls] == ["wx__forecast"]
+    assert result.text.startswith('1. wx__forecast(place="Lisbon"')  # (the user reads the registry's names)
     request = model.requests[0]
     text = "\n".join(str(m["content"]) for m in request.messages)
     assert "forecast(place" in text and "wx__forecast" not in text and "people-resolve" not in text

@@ -601,3 +601,25 @@ def test_references_that_went_to_each_others_places_are_exchanged() -> None:
     assert swap_sourced_refs(Call(4, "reply", {"mid": Ref(1), "body": "x"}), two, tools).args["mid"] == Ref(1)
     used = {**earlier, 3: Call(3, "reply", {"mid": Ref(2), "body": "x"})}  # the one search is answered already
     assert swap_sourced_refs(Call(4, "reply", {"mid": Ref(1), "body": "y"}), used, tools).args["mid"] == Ref(1)
+
+
+def test_a_step_passing_an_address_where_its_tool_takes_none_is_left_out() -> None:
+    """A route "to" an invitee's address, beside the event that invites her: the route goes; a docket number or a
+    route to a place stays."""
+    text = {"type": "string"}
+    guests = {"type": "array", "items": {"type": "string"}, "description": "Guests' e-mail addresses."}
+    tools = ToolRegistry.from_openai([
+        {"type": "function", "function": {"name": "route", "description": "Route between two places.", "parameters": {
+            "type": "object", "properties": {"to": text, "origin": text}, "required": ["to"]}}},
+        {"type": "function", "function": {"name": "add_event", "description": "Create a calendar event.",
+                                          "parameters": {"type": "object", "properties": {
+                                              "title": text, "start": text, "guests": guests},
+                                              "required": ["title", "start"]}}}])
+    query = "Sprint review Monday at 10 with yuki@corvid.dev"
+    plan = Plan(calls=(Call(1, "route", {"to": "yuki@corvid.dev", "origin": "corvid.dev"}),
+                       Call(2, "add_event", {"title": "Sprint review", "start": "2026-12-07T10:00",
+                                             "guests": ["yuki@corvid.dev"]})))
+    fixed, notes = repair_plan(plan, ModelRequest(messages=[]), query, TODAY, tools)
+    assert [c.name for c in fixed.calls] == ["add_event"] and notes
+    kept = Plan(calls=(Call(1, "route", {"to": "Pier 39"}), plan.calls[1]))
+    assert len(repair_plan(kept, ModelRequest(messages=[]), query + " and a route to Pier 39", TODAY, tools)[0]) == 2

@@ -12,7 +12,8 @@ code is noise to it. So the planner reads each tool under a shown name:
   (``mail__inbox-search`` → ``mail_inbox_search``).
 
 :func:`shown_names` gives the map, :func:`show` writes it into a text (the prompt, the examples, a replan's note),
-and the plan parser reads either name back as the registry's. Everything else (grammar aside) keeps the registry's
+the plan parser reads either name back as the registry's, and :func:`unshow_plan` gives a plan's text the
+registry's names for the user. Everything else (grammar aside) keeps the registry's
 names: the events, the executor, the repairs and the user.
 """
 
@@ -24,7 +25,7 @@ from collections.abc import Iterable, Mapping
 
 from ._tools import Tool
 
-__all__ = ["show", "shown_names"]
+__all__ = ["show", "shown_names", "unshow_plan"]
 
 _NAMESPACE = re.compile(r"([A-Za-z][A-Za-z0-9]*)__(?=[A-Za-z])(.+)")
 _WORD = re.compile(r"[a-z]+")
@@ -58,6 +59,15 @@ def show(text: str, names: Mapping[str, str]) -> str:
     pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
                          + r")(?![\w-])")
     return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def unshow_plan(text: str, names: Mapping[str, str]) -> str:
+    """A plan's text with each call written under its shown name given the registry's name again (call heads only:
+    ``1. forecast(place="the route")`` → ``1. wx__forecast(place="the route")``)."""
+    real = {shown: name for name, shown in names.items()}
+    if not real:
+        return text
+    return re.sub(r"(?m)^(\s*\d+\.\s*)([\w.-]+)(?=\()", lambda m: m.group(1) + real.get(m.group(2), m.group(2)), text)
 
 
 def _rest(name: str) -> str:

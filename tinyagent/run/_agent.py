@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from .. import _example_cache, _examples
 from .._events import AnswerEvent, NoToolCheck, PlanResult, RunEvent, RunResult
 from .._executor import Executor
+from .._names import shown_names, unshow_plan
 from .._plan import Example, Plan
 from .._prompts import new_boundary, replan_context
 from .._provenance import Provenance
@@ -182,7 +183,7 @@ class Agent:
             "".join(str(m["content"]) for m in request.messages))
         return PlanResult(
             plan=plan,
-            text=completion.text,
+            text=unshow_plan(completion.text, shown_names(state.offer.tools.values())),
             usage=state.result.usage + completion.usage,
             elapsed_s=completion.elapsed_s + state.timings.get("plan", 0.0),
             ttft_s=completion.ttft_s,

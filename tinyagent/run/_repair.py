@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._formats import identifier_kind
+from .._formats import identifier_kind, written_identifiers
 from .._grounding import ground
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
@@ -301,7 +301,8 @@ def _number_given(value: float, numbers: frozenset[float], schema: Mapping[str, 
 def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) -> set[int]:
     """Steps of a tool the request does not fit, beside steps of other tools that it does: a step that takes no
     result and gives none to another step, one of whose required numeric arguments the request does not give (nor
-    is it the parameter's documented default), when a step of a different tool stays.
+    is it the parameter's documented default) or that passes an identifier where its tool takes none
+    (:func:`_misplaced_identifier`), when a step of a different tool stays.
 
     A small planner offered related tools calls one more than asked and invents its numbers ("find a 3 bedroom
     villa in San Diego" also valued a property of ``age=0``)."""
@@ -309,6 +310,7 @@ def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) 
         return set()
     numbers = request_numbers(request)
     used = used_steps(calls)
+    taken = {str(v).strip() for c in calls for k, v in _identifier_args(c, tools)}
 
     def invents(call: Call) -> bool:
         tool = tools.get(call.name)
@@ -317,11 +319,30 @@ def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) 
         props: Mapping[str, Any] = tool.parameters.get("properties") or {}
         return any(isinstance(v, int | float) and not isinstance(v, bool)
                    and not _number_given(float(v), numbers, props.get(k) or {})
-                   for k, v in call.args.items() if k in tool.required)
+                   for k, v in call.args.items() if k in tool.required) or _misplaced_identifier(call, tool, taken)
 
     bad = {c.id for c in calls if invents(c)}
     kept = {c.name for c in calls if c.id not in bad}
     return {c.id for c in calls if c.id in bad and kept and c.name not in kept}
+
+
+def _misplaced_identifier(call: Call, tool: Tool, taken: set[str]) -> bool:
+    """Whether ``call`` passes a whole e-mail address or phone number that another step passes as one (``taken``)
+    where its tool takes and finds none (a route "to" ``yuki@corvid.dev`` beside the event that invites her): the
+    planner reached for the request's identifiers with the wrong tool."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    if finds_kinds(tool) or any(isinstance(p, Mapping) and identifier_kind(p) for p in props.values()):
+        return False
+    return any(isinstance(v, str) and v.strip() in taken and ("@" in v or v.strip().startswith("+"))
+               and v.strip() in {i for ids in written_identifiers(v).values() for i in ids}
+               for v in call.args.values())  # (an address, or a number written "+...": not "docket 12345")
+
+
+def _identifier_args(call: Call, tools: Mapping[str, Tool]) -> list[tuple[str, Any]]:
+    """The ``(parameter, literal)`` pairs of ``call`` in parameters that take identifiers (list items one by one)."""
+    props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+    return [(k, v) for k, value in call.args.items() if isinstance(props.get(k), Mapping) and identifier_kind(props[k])
+            for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
 
 
 def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:

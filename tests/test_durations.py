@@ -41,3 +41,8 @@ def test_the_bare_number_becomes_the_length_in_the_parameters_unit() -> None:
     assert fix_durations([ok], tools, "add Standup Monday at 9:15 for 15 min") == ([ok], [])
     other = Call(1, "add_event", {"title": "Offsite", "length_minutes": 45})  # not the request's number: kept
     assert fix_durations([other], tools, "Offsite for 8 hours")[0] == [other]
+
+
+def test_a_length_before_a_described_timer_counts() -> None:
+    assert request_durations("Dim the lights and start a 25 minute focus timer.") == [(25.0, 1500.0)]
+    assert request_durations("in 2 hours the meeting starts") == []

@@ -28,7 +28,8 @@ _UNIT = r"(?P<unit>hours?|hrs?|h|minutes?|mins?|seconds?|secs?)"
 _LENGTH = re.compile(
     rf"\b(?:(?:for|lasting|of|takes?|long)\s+(?:about\s+|around\s+)?{_NUMBER}\s*{_UNIT}(?P<half>\s+and\s+a\s+half)?\b"
     rf"|{_NUMBER.replace('?P<n>', '?P<n2>')}[\s-]{_UNIT.replace('?P<unit>', '?P<unit2>')}[\s-]"
-    r"(?:long\s+)?(?:meeting|call|session|event|block|slot|appointment|workshop|class|ride|walk|run|drive)\b)",
+    r"(?:long\s+)?(?:(?!(?:the|a|an|my|our|to|for|of|and|with|before|after|later|from|in|on|at)\b)[a-z]+\s+)?(?:meeting|call|session|event|block|slot|appointment|workshop|class|ride|walk|run|"
+    r"drive|timer|countdown|break|nap|workout)\b)",  # ("a 25 minute focus timer")
     re.IGNORECASE)
 _UNIT_WORD = re.compile(r"\b(seconds?|secs?|minutes?|mins?|hours?|hrs?)\b", re.IGNORECASE)
 

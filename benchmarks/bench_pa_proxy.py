@@ -56,6 +56,14 @@ written in session 28 before any run::
     python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh4/tools.json \
         --cases benchmarks/data/pa_fresh4/cases.jsonl --output benchmarks/results/pa_fresh4.json
 
+``benchmarks/data/pa_fresh5`` holds a sixth (20 MCP-style tools named ``server__action``: ``wx__forecast``,
+``geo__route``, ``pim__people-resolve(who, want: "email" | "phone")``, ``mail__send(to, cc, subject, body,
+attach)``; short parameters, ``Returns: {...}`` descriptions, times as ``YYYY-MM-DDTHH:MM``) and 40 requests (5 no
+tool, 10 one call, 13 two or three, 12 four to six; 4 casual or misspelt), written in session 29 before any run::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh5/tools.json \
+        --cases benchmarks/data/pa_fresh5/cases.jsonl --output benchmarks/results/pa_fresh5.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

@@ -35,6 +35,18 @@ def shown_names(tools: Iterable[Tool]) -> dict[str, str]:
     """Each tool's shown name, for the tools whose shown name is not their own (see the module docstring); the
     shown names are unique and none is another tool's own name."""
     tools = list(tools)
+    key = tuple((t.name, t.description, t.returns) for t in tools)
+    if (known := _CACHE.get(key)) is None:
+        if len(_CACHE) >= 64:
+            _CACHE.clear()
+        known = _CACHE[key] = _shown_names(tools)
+    return dict(known)
+
+
+_CACHE: dict[tuple[tuple[str, str, str], ...], dict[str, str]] = {}  # (the same registry, asked for every value)
+
+
+def _shown_names(tools: list[Tool]) -> dict[str, str]:
     rests = Counter(_rest(t.name) for t in tools)
     shown = {}
     for tool in tools:

@@ -33,6 +33,7 @@ __all__ = [
     "find_refs",
     "leaves",
     "map_refs",
+    "renumbered",
     "resolve_refs",
     "format_value",
     "refs_to_strings",
@@ -120,10 +121,7 @@ class Plan:
         Raises:
             PlanValidationError: duplicate ids, a reference to a missing step, or a cycle.
         """
-        order = self.topological_order()
-        numbers = {c.id: i + 1 for i, c in enumerate(order)}
-        return Plan(calls=tuple(Call(numbers[c.id], c.name, map_refs(dict(c.args), lambda r: Ref(numbers[r.step])))
-                                for c in order), answer=self.answer)
+        return Plan(calls=renumbered(self.topological_order()), answer=self.answer)
 
     def topological_order(self) -> list[Call]:
         """The calls in an order where every call follows its dependencies.
@@ -167,6 +165,14 @@ class Example:
     def tool_names(self) -> frozenset[str]:
         """The tools the example uses."""
         return frozenset(c.name for c in self.plan.calls)
+
+
+def renumbered(calls: Iterable[Call]) -> tuple[Call, ...]:
+    """``calls`` in the order given, numbered from 1; references to them follow (others keep their number)."""
+    calls = list(calls)
+    numbers = {c.id: i + 1 for i, c in enumerate(calls)}
+    return tuple(Call(numbers[c.id], c.name, map_refs(dict(c.args), lambda r: Ref(numbers.get(r.step, r.step))))
+                 for c in calls)
 
 
 def find_refs(value: Any) -> Iterator[Ref]:

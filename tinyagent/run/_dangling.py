@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._names import shown_names
-from .._plan import END_OF_PLAN, Call, Ref, find_refs, leaves, map_refs
+from .._plan import END_OF_PLAN, Call, Ref, find_refs, leaves, renumbered
 from .._tools import Tool
 
 __all__ = ["cut_plan_text", "dangling_problem", "hoist_named_steps"]
@@ -66,11 +66,7 @@ def hoist_named_steps(calls: Sequence[Call], tools: Mapping[str, Tool]) -> tuple
         notes.append(f"plan: step {order[later].id} moved before step {call.id}, whose {order[later].name} "
                      "placeholder it fills")
         order.insert(at, order.pop(later))
-    if not notes:
-        return list(calls), []
-    numbers = {c.id: i + 1 for i, c in enumerate(order)}
-    return [Call(numbers[c.id], c.name, map_refs(dict(c.args), lambda r: Ref(numbers.get(r.step, r.step))))
-            for c in order], notes
+    return (list(renumbered(order)), notes) if notes else (list(calls), [])
 
 
 def _needs(call: Call, calls: Sequence[Call], steps: set[int]) -> bool:

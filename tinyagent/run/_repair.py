@@ -25,7 +25,7 @@ from typing import Any
 
 from .._formats import identifier_kind, written_identifiers
 from .._grounding import ground
-from .._plan import Call, Plan, Ref, find_refs, map_refs
+from .._plan import Call, Plan, Ref, find_refs, renumbered
 from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
@@ -209,7 +209,7 @@ def stray_lookups(calls: Sequence[Call], tools: Mapping[str, Tool], request: str
         return set()
     used = used_steps(calls)
     stems = {_stem(w) for w in _words(request)}
-    taken = _taken_kinds(calls, tools)
+    taken = {kind for c in calls for kind, _ in _identifier_params(c, tools)}
     out = set()
     for call in calls:
         values = list(leaves(call.args))
@@ -231,14 +231,11 @@ _ASKS_FOR = {"email": re.compile(r"\baddress|\bcontact", re.IGNORECASE),
              "phone": re.compile(r"\bnumbers?\b|\bcontact", re.IGNORECASE)}  # (the identifier itself, as an answer)
 
 
-def _taken_kinds(calls: Iterable[Call], tools: Mapping[str, Tool]) -> set[str]:
-    """The identifier kinds the calls' parameters take."""
-    out = set()
-    for call in calls:
-        props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
-        out |= {kind for name in call.args if isinstance(props.get(name), Mapping)
-                and (kind := identifier_kind(props[name])) is not None}
-    return out
+def _identifier_params(call: Call, tools: Mapping[str, Tool]) -> list[tuple[str, Any]]:
+    """The ``(kind, value)`` of each of ``call``'s arguments whose parameter takes identifiers (by its schema)."""
+    props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+    return [(kind, value) for name, value in call.args.items()
+            if isinstance(props.get(name), Mapping) and (kind := identifier_kind(props[name])) is not None]
 
 
 def used_steps(calls: Iterable[Call]) -> set[int]:
@@ -310,7 +307,8 @@ def unfit_calls(calls: Sequence[Call], tools: Mapping[str, Tool], request: str) 
         return set()
     numbers = request_numbers(request)
     used = used_steps(calls)
-    taken = {str(v).strip() for c in calls for k, v in _identifier_args(c, tools)}
+    taken = {v.strip() for c in calls for _, value in _identifier_params(c, tools)
+             for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)}
 
     def invents(call: Call) -> bool:
         tool = tools.get(call.name)
@@ -337,12 +335,6 @@ def _misplaced_identifier(call: Call, tool: Tool, taken: set[str]) -> bool:
                and v.strip() in {i for ids in written_identifiers(v).values() for i in ids}
                for v in call.args.values())  # (an address, or a number written "+...": not "docket 12345")
 
-
-def _identifier_args(call: Call, tools: Mapping[str, Tool]) -> list[tuple[str, Any]]:
-    """The ``(parameter, literal)`` pairs of ``call`` in parameters that take identifiers (list items one by one)."""
-    props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
-    return [(k, v) for k, value in call.args.items() if isinstance(props.get(k), Mapping) and identifier_kind(props[k])
-            for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
 
 
 def invented_identifiers(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[str, str]]:
@@ -431,15 +423,7 @@ def without_steps(calls: Sequence[Call], gone: Iterable[int]) -> tuple[Call, ...
     """``calls`` without the steps ``gone`` (which the caller knows nothing kept references), renumbered from 1;
     references follow."""
     gone = set(gone)
-    kept = [c for c in calls if c.id not in gone]
-    if not gone:
-        return tuple(calls)
-    numbers = {c.id: i + 1 for i, c in enumerate(kept)}
-
-    def renumber(ref: Ref) -> Ref:
-        return Ref(numbers.get(ref.step, ref.step))
-
-    return tuple(Call(numbers[c.id], c.name, map_refs(c.args, renumber)) for c in kept)
+    return renumbered(c for c in calls if c.id not in gone) if gone else tuple(calls)
 
 
 _QUOTED_REF = re.compile(r"\$(\d+)(?:@[\w.-]*)?")

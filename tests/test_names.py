@@ -54,6 +54,41 @@ def test_a_prefix_the_description_never_speaks_of_is_left_out() -> None:
         "see forecast, not wx__forecasts or my.wx__forecast"
 
 
+def test_a_product_prefix_every_name_shares_is_left_out_unless_it_means_something() -> None:
+    juno = ToolRegistry.from_openai([
+        openai_fn("juno_set_reminder", "Schedule a push reminder.", {"text": TEXT}, ["text"]),
+        openai_fn("juno_add_todo", "Add a task to a to-do list.", {"task": TEXT}, ["task"]),
+        openai_fn("juno_find_file", "Search the drive. Use it with juno_add_todo.", {"q": TEXT}, ["q"]),
+    ])
+    assert shown_names(juno.values()) == {"juno_set_reminder": "set_reminder", "juno_add_todo": "add_todo",
+                                          "juno_find_file": "find_file"}  # (its tool names speak of no "juno")
+    spoken = ToolRegistry.from_openai([
+        openai_fn("slack_post_message", "Post a message to a Slack channel.", {"text": TEXT}, ["text"]),
+        openai_fn("slack_list_channels", "List channels.", {"q": TEXT}, ["q"]),
+    ])
+    verbs = ToolRegistry.from_openai([openai_fn("get_weather", "Weather.", {"city": TEXT}, ["city"]),
+                                      openai_fn("get_time", "Time.", {"city": TEXT}, ["city"])])
+    nouns = ToolRegistry.from_openai([openai_fn("weather_forecast_rain", "Rain.", {"city": TEXT}, ["city"]),
+                                      openai_fn("weather_forecast_wind", "Wind.", {"city": TEXT}, ["city"])])
+    for registry in (spoken, verbs, nouns):  # spoken of, a verb, or names whose rest does nothing
+        assert shown_names(registry.values()) == {}
+
+
+def test_a_lookup_whose_enum_picks_the_channel_is_asked_for_the_one_its_result_goes_to() -> None:
+    from tinyagent.run._lookups import mismatched_refs, swap_lookups
+
+    tools = _tools()
+    calls = [Call(1, "pim__people-resolve", {"who": "mum", "want": "email"}),
+             Call(2, "sms__send", {"to": Ref(1), "text": "on my way"})]
+    fixed, notes = swap_lookups(calls, tools)
+    assert fixed[0].args == {"who": "mum", "want": "phone"} and "asks pim__people-resolve for phone" in notes[0]
+    right = [Call(1, "pim__people-resolve", {"who": "mum", "want": "phone"}), calls[1]]
+    assert swap_lookups(right, tools) == (right, [])
+    problem = mismatched_refs(calls[1], {1: calls[0]}, tools)  # (a streamed plan whose lookup already ran)
+    assert problem is not None and "ask it for phone" in problem
+    assert mismatched_refs(right[1], {1: right[0]}, tools) is None
+
+
 def test_the_planner_reads_the_shown_names_and_the_plan_keeps_the_registrys() -> None:
     model = ScriptedModel(['1. forecast(place="Lisbon", day="2027-05-22")\n2. join()\n<END_OF_PLAN>'])
     result = Agent(_tools(), model).plan_sync("What's the weather in Lisbon on Saturday?", today=TODAY)

@@ -558,6 +558,10 @@ def test_a_lookup_of_no_name_gives_way_to_the_one_number_the_request_writes() ->
     ("Path of a file found with drive_files_find.", "Reads a file.", "drive_files_find"),
     ("Message id.", "Answers a message.", None),
     ("Text from the user.", "Reads a file.", None),  # "from" after no id or path names no source
+    ("fileId from drive_files_find.", "Condenses a PDF.", "drive_files_find"),  # camelCase id word
+    ("messageId of the message being answered (from mail_inbox_search).", "Replies.", "mail_inbox_search"),
+    ("Place name, or a file id from drive_files_find.", "Reads.", None),  # one source of two: literals pass
+    ("As typed by the user or as returned by drive_files_find.", "Reads.", "drive_files_find"),
 ])
 def test_a_parameters_source_is_the_tool_its_registry_words_name(param: str, owner_text: str,
                                                                   source: str | None) -> None:
@@ -573,6 +577,29 @@ def test_a_parameters_source_is_the_tool_its_registry_words_name(param: str, own
     ])
     schema = tools["owner"].parameters["properties"]["mid"]
     assert documented_source(schema, dict(tools.items()), tools["owner"], "mid") == source
+
+
+@pytest.mark.parametrize(("finder_text", "owner_text", "param", "source"), [
+    ("Search mail. Pass an id to owner to answer a message.", "Replies.", "message_id", "finder"),
+    ("Finds files. Returns fileId; fileId feeds owner.", "Summarizes.", "fileId", "finder"),
+    ("Finds files.", "Summarizes. Call finder first to get file_id.", "file_id", "finder"),
+    ("Makes notes. Use owner instead when the note exists.", "Appends.", "note_id", None),  # no hand-over
+    ("Search mail. Pass an id to owner to answer a message.", "Replies.", "body", None),  # not an identifier
+])
+def test_a_tool_that_says_it_feeds_another_is_the_source_of_its_one_identifier(
+        finder_text: str, owner_text: str, param: str, source: str | None) -> None:
+    from _helpers_tools import openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent.run._sources import documented_source
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("finder", finder_text, {"q": {"type": "string"}}, ["q"]),
+        openai_fn("owner", owner_text, {param: {"type": "string", "description": "The one it acts on."},
+                                        "text": {"type": "string", "description": "Words."}}, [param]),
+    ])
+    schema = tools["owner"].parameters["properties"][param]
+    assert documented_source(schema, dict(tools.items()), tools["owner"], param) == source
 
 
 def test_references_that_went_to_each_others_places_are_exchanged() -> None:

@@ -9,7 +9,11 @@ code is noise to it. So the planner reads each tool under a shown name:
   ``calc``, ``geo``) is left out, unless what is left is another tool's too (``sms__send`` beside ``mail__send``
   keeps its prefix: both would be ``send``);
 * a kept namespace is joined by one underscore, and hyphens, which no identifier has, become underscores
-  (``mail__inbox-search`` → ``mail_inbox_search``).
+  (``mail__inbox-search`` → ``mail_inbox_search``);
+* a product prefix that every offered tool's name starts with (``juno_find_contact``, ``juno_set_reminder``) and
+  that no description speaks of is left out too, unless it is a verb (``get_``, ``set_``). Asked "remnd me tonight
+  at 8 to put the bins out" over such a registry, the 1.5B planner wrote ``set_reminder(...)`` unconstrained; the
+  grammar, which had only ``juno_set_reminder``, turned its first letter into ``join()``, an empty plan.
 
 :func:`shown_names` gives the map, :func:`show` writes it into a text (the prompt, the examples, a replan's note),
 the plan parser reads either name back as the registry's, and :func:`unshow_plan` gives a plan's text the
@@ -48,11 +52,12 @@ _CACHE: dict[tuple[tuple[str, str, str], ...], dict[str, str]] = {}  # (the same
 
 def _shown_names(tools: list[Tool]) -> dict[str, str]:
     rests = Counter(_rest(t.name) for t in tools)
+    prefix = _product_prefix(tools)
     shown = {}
     for tool in tools:
         m = _NAMESPACE.fullmatch(tool.name)
         if m is None:
-            name = tool.name.replace("-", "_")
+            name = (tool.name[len(prefix):] if prefix else tool.name).replace("-", "_")
         elif rests[_rest(tool.name)] == 1 and not _spoken(m.group(1), tool):
             name = m.group(2).replace("-", "_")
         else:
@@ -82,16 +87,45 @@ def unshow_plan(text: str, names: Mapping[str, str]) -> str:
     return re.sub(r"(?m)^(\s*\d+\.\s*)([\w.-]+)(?=\()", lambda m: m.group(1) + real.get(m.group(2), m.group(2)), text)
 
 
+_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9]*_)(?=[A-Za-z])")
+_VERBS = frozenset(re.findall(r"\w+", """
+    get set list create update delete remove find search send add make fetch read write run check calculate compute
+    book buy play open close start stop show post put patch query lookup look do is has can convert count reply
+    append summarize summarise translate schedule cancel reserve order share upload download save load edit move copy
+    rename forward compose draft invite notify remind call text message email mark archive print scan record
+    track pay transfer request resolve retrieve generate analyze analyse plan locate navigate
+    """))
+
+
+def _product_prefix(tools: list[Tool]) -> str:
+    """The prefix (``juno_``) every tool's name starts with, when there are two or more tools, the rest of most
+    names starts with a verb (``find_contact``: the prefix is no part of what the tool does), the prefix is no verb
+    and no description speaks of it (tool names aside); else ``""``."""
+    if len(tools) < 2 or any(_NAMESPACE.fullmatch(t.name) or "." in t.name for t in tools):
+        return ""
+    heads = {m.group(1) if (m := _PREFIX.match(t.name)) else "" for t in tools}
+    if len(heads) != 1 or not (head := heads.pop()) or head[:-1].lower() in _VERBS:
+        return ""
+    if 2 * sum(t.name[len(head):].split("_")[0].lower() in _VERBS for t in tools) < len(tools):
+        return ""
+    names = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(t.name) for t in tools) + r")(?![\w-])")
+    if any(_spoken(head[:-1], t, names) for t in tools):
+        return ""
+    return head
+
+
 def _rest(name: str) -> str:
     """The name past its namespace (``forecast`` of ``wx__forecast``), hyphens as underscores."""
     m = _NAMESPACE.fullmatch(name)
     return (m.group(2) if m else name).replace("-", "_").lower()
 
 
-def _spoken(namespace: str, tool: Tool) -> bool:
-    """Whether the tool's description speaks of its namespace: a word that is it, or starts or ends with it
-    (``cal`` and "calendar", ``mail`` and "email"), or that it starts with (``docs`` and "doc")."""
+def _spoken(namespace: str, tool: Tool, names: re.Pattern[str] | None = None) -> bool:
+    """Whether the tool's description (past the tool ``names`` it writes) speaks of its namespace: a word that is
+    it, or starts or ends with it (``cal`` and "calendar", ``mail`` and "email"), or that it starts with (``docs``
+    and "doc")."""
     ns = namespace.lower()
-    words = set(_WORD.findall(f"{tool.description} {tool.returns}".lower()))
+    text = f"{tool.description} {tool.returns}"
+    words = set(_WORD.findall((names.sub(" ", text) if names else text).lower()))
     return any(w == ns or len(ns) >= 3 and (w.startswith(ns) or w.endswith(ns))
                or len(w) >= 3 and ns.startswith(w) for w in words)

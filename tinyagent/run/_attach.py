@@ -63,7 +63,7 @@ def attach_sent_things(plan: Plan, tools: Mapping[str, Tool], request: str) -> t
         tool = tools[call.name]
         slot = attachment_slot(tool)
         schema: Mapping[str, Any] = (tool.parameters.get("properties") or {}).get(slot or "") or {}
-        source = path_source(schema, tools) if slot else None
+        source = path_source(schema, tools, tool, slot) if slot else None
         param = one_text_param(tools[source]) if source is not None else None
         if slot is None or source is None or param is None:
             continue

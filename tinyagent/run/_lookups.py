@@ -25,8 +25,8 @@ from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
 
-__all__ = ["KIND_NAMES", "finds_kind", "finds_kinds", "lookup_kind", "lookup_kinds", "mismatched_refs", "speaks_of",
-           "swap_lookups"]
+__all__ = ["KIND_NAMES", "finds_kind", "finds_kinds", "kind_choices", "lookup_kind", "lookup_kinds", "mismatched_refs",
+           "speaks_of", "swap_lookups"]
 
 
 def finds_kind(tool: Tool | None) -> str | None:
@@ -91,6 +91,22 @@ def lookup_kind(tool: Tool | None) -> str | None:
     return None if not kinds else next(iter(kinds)) if len(kinds) == 1 else "contact"
 
 
+def kind_choices(tool: Tool, person: str, kind: str) -> dict[str, Any] | None:
+    """The values a lookup's required parameters other than ``person`` take to find ``kind`` (``want="phone"`` of
+    ``want: "email" | "phone"``): each an enum with one value that names the kind; None when one has none."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    words = KIND_NAMES.get(kind)
+    out: dict[str, Any] = {}
+    for name in tool.required:
+        if name == person:
+            continue
+        fits = [v for v in (props.get(name) or {}).get("enum") or () if words and words.search(str(v))]
+        if len(fits) != 1:
+            return None
+        out[name] = fits[0]
+    return out
+
+
 def _wanted_kinds(step: int, calls: Iterable[Call], tools: Mapping[str, Tool]) -> set[str | None]:
     """The identifier kinds of the parameters that take step ``step``'s result (None: one that is no identifier)."""
     out: set[str | None] = set()
@@ -110,20 +126,38 @@ def _takes_same_arguments(tool: Tool, args: Mapping[str, Any]) -> bool:
 
 def swap_lookups(calls: Sequence[Call], tools: Mapping[str, Tool]) -> tuple[list[Call], list[str]]:
     """The plan with each lookup whose result goes only to identifiers of the other kind made the lookup of that
-    kind (when exactly one offered tool finds it and takes the same arguments); with a note per swap."""
+    kind (when exactly one offered tool finds it and takes the same arguments), or asked for that kind where its
+    arguments pick it (``field="email"`` → ``field="phone"`` of ``field: "email" | "phone"``); with a note per
+    swap."""
     out, notes = list(calls), []
     for i, call in enumerate(calls):
         found = lookup_kinds(tools.get(call.name))
         wanted = _wanted_kinds(call.id, calls[i + 1 :], tools)
-        if not found or len(wanted) != 1 or None in wanted or wanted <= found:
+        if not found or len(wanted) != 1 or None in wanted:
             continue
         kind = next(k for k in wanted if k is not None)
+        if kind in found:
+            if (picked := _picked(call, tools[call.name], kind)) is not None:
+                out[i] = picked
+                notes.append(f"plan: step {call.id} asks {call.name} for {_KIND[kind]} (its result goes where "
+                             f"{_KIND[kind]} go)")
+            continue
         right = [t.name for t in tools.values() if lookup_kinds(t) == {kind} and _takes_same_arguments(t, call.args)]
         if len(right) == 1:
             out[i] = Call(call.id, right[0], dict(call.args))
             notes.append(f"plan: step {call.id} looks up {_KIND[kind]} with {right[0]}, not {_KIND[next(iter(found))]} "
                          f"with {call.name} (its result goes where {_KIND[kind]} go)")
     return out, notes
+
+
+def _picked(call: Call, tool: Tool, kind: str) -> Call | None:
+    """``call`` of a lookup whose enum arguments pick the kind it finds, asking for ``kind``; None when it already
+    does, or its arguments pick nothing."""
+    people = [n for n in tool.required if "enum" not in ((tool.parameters.get("properties") or {}).get(n) or {})]
+    choices = kind_choices(tool, people[0], kind) if len(people) == 1 else None
+    if not choices or all(call.args.get(k) == v for k, v in choices.items()):
+        return None
+    return Call(call.id, call.name, {**call.args, **choices})
 
 
 def mismatched_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool]) -> str | None:
@@ -141,6 +175,9 @@ def mismatched_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str,
         for ref in find_refs(value):
             source = earlier.get(ref.step)
             found = lookup_kinds(tools.get(source.name)) if source is not None else frozenset()
+            if source is not None and want in found and _picked(source, tools[source.name], want) is not None:
+                return (f"step {call.id} passes {ref} to {name}, which takes {_KIND[want]}, but step {ref.step} "
+                        f"asks {source.name} for another kind; ask it for {_KIND[want]}")
             if found and want not in found and source is not None:
                 right = sorted(t.name for t in tools.values() if want in lookup_kinds(t))
                 hint = f"; {', '.join(right)} {'finds' if len(right) == 1 else 'find'} those" if right else ""

@@ -35,7 +35,7 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import channel_clauses
 from ._clauses import named_clauses
-from ._lookups import KIND_NAMES, lookup_kind, lookup_kinds
+from ._lookups import kind_choices, lookup_kind, lookup_kinds
 from ._repair import invented_identifiers
 from ._sources import documented_source
 
@@ -158,11 +158,13 @@ def pair_numbers(made_up: Sequence[tuple[str, Any]], request: str) -> dict[str, 
     return out
 
 
-def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool]) -> str | None:
-    """The offered tool a file-path parameter's values come from: the one its description names, else, for a
-    parameter described as paths of files or documents ("Local paths of files to attach"), the one offered tool
-    that returns a path and takes one text argument (a file search); None when there is none, or more than one."""
-    source = documented_source(schema, tools)
+def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owner: Tool | None = None,
+                name: str = "") -> str | None:
+    """The offered tool a file-path parameter's values come from: the one its description or its tool's (``owner``)
+    names (:func:`~._sources.documented_source`), else, for a parameter described as paths of files or documents
+    ("Local paths of files to attach"), the one offered tool that returns a path and takes one text argument (a file
+    search); None when there is none, or more than one."""
+    source = documented_source(schema, tools, owner, name)
     if source is not None:
         return source
     items: Mapping[str, Any] = schema.get("items") or {}
@@ -180,22 +182,6 @@ def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str, dict[st
     finders = [(t.name, param, choices) for t in tools.values() if kind in lookup_kinds(t)
                and (param := one_text_param(t, choices=True)) and (choices := kind_choices(t, param, kind)) is not None]
     return finders[0] if len(finders) == 1 else None
-
-
-def kind_choices(tool: Tool, person: str, kind: str) -> dict[str, Any] | None:
-    """The values a lookup's required parameters other than ``person`` take to find ``kind`` (``want="phone"`` of
-    ``want: "email" | "phone"``): each an enum with one value that names the kind; None when one has none."""
-    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    words = KIND_NAMES.get(kind)
-    out: dict[str, Any] = {}
-    for name in tool.required:
-        if name == person:
-            continue
-        fits = [v for v in (props.get(name) or {}).get("enum") or () if words and words.search(str(v))]
-        if len(fits) != 1:
-            return None
-        out[name] = fits[0]
-    return out
 
 
 def name_in_request(value: str, request: str) -> str | None:
@@ -284,7 +270,7 @@ def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], requ
         if finder is None or person is None:
             return None
         return Call(0, finder[0], {finder[1]: person, **finder[2]})
-    source = path_source(schema, tools)
+    source = path_source(schema, tools, tool, name)
     if source is None or source == tool.name or (param := one_text_param(tools[source])) is None:
         return None
     terms = terms_in_request(value, request) if value.strip() else object_of(tool.name, tools, request)
@@ -422,7 +408,7 @@ def _made_up(call: Call, tools: Mapping[str, Tool], known: str) -> list[tuple[st
     text = known.lower()
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
     for name, value in call.args.items():
-        source = path_source(props.get(name) or {}, tools)
+        source = path_source(props.get(name) or {}, tools, tool, name)
         if source is None or source == call.name or identifier_kind(props.get(name) or {}) is not None:
             continue
         leaves = value if isinstance(value, list) else [value]

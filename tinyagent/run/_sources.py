@@ -15,9 +15,14 @@ from .._tools import Tool
 __all__ = ["documented_source", "swap_sourced_refs", "unsourced_values"]
 
 _SOURCE = re.compile(
-    r"\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from|with)|comes? from|taken from"
-    r"|(?:id|ids|identifier|path|paths|handle|token|key) from) "  # ("File id from drive_files_find.")
+    r"(?:\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from|with)|comes? from|taken from)"
+    r"|(?i:id|ids|identifier|path|paths|handle|token|key|url)\b from"  # "File id from drive_files_find", "fileId from"
+    r"|\(from) "  # "messageId of the message being answered (from mail__inbox-search)"
     r"(?:a call to |an? |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
+# "Place name, or a meeting URL from meet.createLink": not the only source ("as typed by the user or as returned by
+# X" is: values the request holds pass anyway)
+_ALTERNATIVE = re.compile(r"\bor\b[^.;()]*$")
+_THE_USERS = re.compile(r"\b(?:user|typed|request)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -25,14 +30,48 @@ def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owne
                       name: str = "") -> str | None:
     """The offered tool a parameter's description says its values come from ("Absolute path of the document, as
     returned by files_locate"), or a sentence of its tool's (``owner``'s) description that names the parameter
-    ``name`` ("The messageId comes from SearchMailbox."); None when they name none."""
+    ``name`` ("The messageId comes from SearchMailbox.", "Call juno_find_file first to get file_id."), or the one
+    other tool whose description says it feeds ``owner`` ("Pass an id to juno_reply_mail", "fileId feeds
+    docs__digest") when ``name`` is ``owner``'s only identifier parameter; None when they name none."""
     own = [s for s in _SENTENCE.split(owner.description or "") if re.search(rf"\b{re.escape(name)}\b", s)] \
         if owner is not None and name else []
-    for match in _SOURCE.finditer(" ".join([str(schema.get("description", "")), str(
-            (schema.get("items") or {}).get("description", "")), *own])):
+    text = " ".join([str(schema.get("description", "")), str((schema.get("items") or {}).get("description", "")),
+                     *own])
+    for match in _SOURCE.finditer(text):
+        before = text[:match.start()]
+        if match.group(1) in tools and not (_ALTERNATIVE.search(before) and not _THE_USERS.search(before)):
+            return match.group(1)
+    for match in _FIRST.finditer(" ".join(own)):
         if match.group(1) in tools:
             return match.group(1)
-    return None
+    if owner is None or not name or _identifier_params(owner) != [name]:
+        return None
+    feeders = [t.name for t in tools.values() if t.name != owner.name and _feeds(t.description or "", owner.name)]
+    return feeders[0] if len(feeders) == 1 else None
+
+
+_FIRST = re.compile(r"\b(?:[Cc]all|[Uu]se|[Rr]un) `?([A-Za-z_][\w-]*(?:\.[\w-]+)*)`? first\b")
+_FEED_VERB = re.compile(r"\b(?:pass|passed|feeds?|hand|use|used|takes?|needs?|give|input)\b", re.IGNORECASE)
+_INSTEAD = re.compile(r"\b(?:instead|not for|rather than)\b", re.IGNORECASE)  # "Use appendTextToNote instead when"
+_ID_PARAM = re.compile(r"(?:^|_)(?:id|ids)$|[a-z](?:Id|ID|Ids|IDs)$")
+_ID_WORDS = re.compile(r"^(?:the )?(?:id|identifier)\b|\bid of\b", re.IGNORECASE)
+
+
+def _identifier_params(tool: Tool) -> list[str]:
+    """The parameters of ``tool`` that take an identifier by their name or description ("message_id", "fileId",
+    "Id of the file.")."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    return [n for n, s in props.items() if isinstance(s, Mapping) and s.get("type", "string") in ("string", "array")
+            and (_ID_PARAM.search(n) or _ID_WORDS.search(str(s.get("description") or "")))
+            and not re.search(r"(?:^|_)or_|[a-z]Or[A-Z]", n)]  # "note_title_or_id" takes a title too
+
+
+def _feeds(description: str, consumer: str) -> bool:
+    """Whether a sentence of ``description`` hands its result to ``consumer`` ("Pass an id to juno_reply_mail to
+    answer a message.", "its messageId is what mail__reply takes")."""
+    named = re.compile(rf"(?<![\w.-]){re.escape(consumer)}(?![\w-])")
+    return any(named.search(s) and _FEED_VERB.search(s) and not _INSTEAD.search(s)
+               for s in _SENTENCE.split(description))
 
 
 _PHRASE = re.compile(r"\s*[A-Za-z][a-z']*(?:\s+[A-Za-z0-9][\w']*[,.!?]?){2,}\s*")  # "I'll be there", not "Q3.pdf"

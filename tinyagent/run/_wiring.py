@@ -173,7 +173,7 @@ def _found_by_the_source(calls: list[Call], args: dict[int, dict[str, Any]],
     for call in calls:
         props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
         for name, value in args[call.id].items():
-            source = path_source(props.get(name) or {}, tools)
+            source = path_source(props.get(name) or {}, tools, tools.get(call.name), name)
             param = one_text_param(tools[source]) if source is not None and source != call.name else None
             for ref in find_refs(value) if param is not None else ():
                 step = out[at[ref.step]] if ref.step in at else None
@@ -194,7 +194,7 @@ def _path_param(tool: Tool, finder: str, tools: Mapping[str, Tool]) -> str | Non
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}
     if len(required) != 1 or tool.name == finder:
         return None
-    return required[0] if path_source(props.get(required[0]) or {}, tools) == finder else None
+    return required[0] if path_source(props.get(required[0]) or {}, tools, tool, required[0]) == finder else None
 
 
 _URL = re.compile(r"\bhttps?://[^\s\"'<>)]+", re.IGNORECASE)

@@ -438,3 +438,14 @@ def test_the_time_the_request_says_it_is_counts_for_in_so_many_minutes() -> None
                                               dt.date(2027, 5, 20))}
     assert values["in 45 min"] == "2027-05-20T14:55"
     assert not any(v.kind == "datetime" for v in ground("remind me in 45 min", dt.date(2027, 5, 20)))
+
+
+@pytest.mark.parametrize(("request_", "said", "expected"), [
+    ("Look through everything I've had since October 1st", "October 1st", "2027-10-01"),  # not next year's
+    ("any mail from Raj since the 20th?", "the 20th", "2027-09-20"),
+    ("what came in since Friday", "Friday", "2027-10-08"),
+    ("Book the venue for October 1st", "October 1st", "2028-10-01"),  # (ahead, without "since")
+])
+def test_a_day_since_which_something_happened_is_the_one_gone_by(request_: str, said: str, expected: str) -> None:
+    values = {v.text: v.value for v in ground(request_, dt.date(2027, 10, 13))}
+    assert values[said] == expected

@@ -285,15 +285,17 @@ def test_the_multi_step_development_set_is_valid_and_each_gold_plan_scores_right
                                                          ("pa_fresh2", "pa_fresh2", 40),
                                                          ("pa_fresh3", "pa_fresh3", 40),
                                                          ("pa_fresh4", "pa_fresh4", 40),
-                                                         ("pa_fresh5", "pa_fresh5", 40)])
+                                                         ("pa_fresh5", "pa_fresh5", 40),
+                                                         ("pa_fresh6", "pa_fresh6", 40)])
 def test_the_held_out_sets_are_valid_and_each_gold_plan_scores_right(folder: str, tools: str, n: int) -> None:
     """The held-out sets: 16 more requests over the proxy registry (session 24), and 32 over a registry of its own
     (``pa_fresh``, session 25: other names, parameters and description style), and 40 over a third
     (``pa_fresh2``, session 26: PascalCase names, camelCase parameters), and 40 over a fourth (``pa_fresh3``: noun-first
     snake_case names, terse parameters, one contact card for both channels), and 40 over a fifth (``pa_fresh4``:
     lowerCamelCase verb-first names, verbose snake_case parameters, two lookups), and 40 over a sixth
-    (``pa_fresh5``: MCP-style ``server__action`` names, one lookup whose enum picks the channel), each written
-    before it was run."""
+    (``pa_fresh5``: MCP-style ``server__action`` names, one lookup whose enum picks the channel), and 40 over a
+    seventh (``pa_fresh6``: a product prefix on every name, separate date and time), each written before it was
+    run."""
     data = Path(bench.__file__).parent / "data"
     registry = load_pa_registry(data / tools / "tools.json")
     cases = load_evalset(path=data / folder / "cases.jsonl")

@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from _helpers_models import real_model_available
@@ -650,3 +651,28 @@ def test_a_step_passing_an_address_where_its_tool_takes_none_is_left_out() -> No
     assert [c.name for c in fixed.calls] == ["add_event"] and notes
     kept = Plan(calls=(Call(1, "route", {"to": "Pier 39"}), plan.calls[1]))
     assert len(repair_plan(kept, ModelRequest(messages=[]), query + " and a route to Pier 39", TODAY, tools)[0]) == 2
+
+
+@pytest.mark.parametrize(("request_", "args", "expected"), [
+    ("Find the Q3 budget spreadsheet", {"q": "Q3 budget", "kind": "any"}, "sheet"),  # "any" picks nothing
+    ("Summarise the lease PDF", {"q": "lease"}, "pdf"),  # none passed
+    ("how long is the drive from Bristol", {"q": "Bristol"}, "driving"),  # a word of its stem
+    ("Find the deck, not the PDF", {"q": "deck"}, None),  # ruled out
+    ("Find the report PDF", {"q": "report", "kind": "doc"}, "doc"),  # the planner's own choice stands
+    ("Find the slides or the PDF", {"q": "x"}, None),  # two named: no pick
+    ("Convert it to speech", {"q": "x"}, None),  # "it" is no option ("it-IT")
+])
+def test_an_enum_parameter_takes_the_one_value_the_request_names(request_: str, args: dict[str, Any],
+                                                                 expected: str | None) -> None:
+    from _helpers_tools import openai_fn
+
+    from tinyagent import ToolRegistry
+    from tinyagent.run._choices import named_choices
+
+    tools = ToolRegistry.from_openai([openai_fn("find", "Finds files.", {
+        "q": {"type": "string"},
+        "kind": {"type": "string", "enum": ["any", "pdf", "doc", "sheet", "slides", "it-IT"], "default": "any"},
+        "mode": {"type": "string", "enum": ["driving", "walking", "transit"]}}, ["q"])])
+    fixed = named_choices(Call(1, "find", args), dict(tools.items()), request_)
+    assert fixed.args.get("kind" if "drive" not in request_ else "mode", args.get("kind")) == (
+        expected if expected is not None else args.get("kind"))

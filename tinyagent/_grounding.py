@@ -465,6 +465,8 @@ def _dates(request: str, masked: str, today: dt.date, now: dt.time | None) -> li
     for pattern, resolver in _DATE_RULES:
         for m in pattern.finditer(norm):
             date = resolver(m, today)
+            if date is not None and date > today and _SINCE.search(norm, 0, m.start()):
+                date = _before(date, resolver, today)  # "everything since October 1st": the one gone by
             if date is not None:
                 cands.append(_Cand(m.start(), m.end(), "date", date=date))
     cands += _time_candidates(norm) + _clock_candidates(norm, today, now) + _next_to(norm)
@@ -485,6 +487,22 @@ def _dates(request: str, masked: str, today: dt.date, now: dt.time | None) -> li
             end -= 1
         found.append(GroundedValue(request[start:end], resolved[0], resolved[1], start, end))
     return found
+
+
+_SINCE = re.compile(r"\bsince\s+(?:the\s+)?$")
+
+
+def _before(date: dt.date, resolver: Callable[[re.Match[str], dt.date], dt.date | None],
+            today: dt.date) -> dt.date | None:
+    """The last ``date`` of its kind on or before ``today`` (a year, a month or a week back), for a month's day, a
+    day of the month or a weekday; ``date`` itself for any other rule (an offset, a year that was written)."""
+    steps: dict[Callable[[re.Match[str], dt.date], dt.date | None], relativedelta] = {
+        _month_day: relativedelta(years=1), _day_of_month: relativedelta(months=1), _weekday: relativedelta(weeks=1)}
+    step = steps.get(resolver)
+    back = date
+    while step is not None and back > today:
+        back = back - step
+    return back if resolver is _weekday or back.day == date.day else None  # (no 31st in the month before)
 
 
 _NUMBER = re.compile(r"(?<![\w.,/:-])[-+]?\d+(?:[.,]\d+)*(?![\w/:-])")

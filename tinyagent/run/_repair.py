@@ -30,6 +30,7 @@ from .._provenance import leaves
 from .._tools import Tool
 from ..models import ModelRequest
 from ._channels import asked_channel, channel_problem
+from ._choices import named_choices
 from ._clauses import topic_words
 from ._dangling import cut_plan_text, dangling_problem, hoist_named_steps
 from ._days import RequestDays, date_only, in_the_named_year, on_the_named_day
@@ -546,6 +547,9 @@ def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, t
         out.append(fixed)
     notes += [f"plan: step {new.id} left out {', '.join(sorted(set(old.args) - set(new.args)))} (not in the request)"
               for old, new in zip(calls, out, strict=True) if set(new.args) < set(old.args)]
+    if grounding is not None:  # (a tool called twice may take each named option once: "a sine and a square wave")
+        once = {c.name for c in out if sum(o.name == c.name for o in out) == 1}
+        out = [named_choices(c, tools, grounding) if c.name in once else c for c in out]
     out, lengths = fix_durations(out, tools, query)
     notes += lengths
     gone = redundant_date_steps(out, tools, query)

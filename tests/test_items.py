@@ -260,3 +260,32 @@ def test_a_message_that_says_attached_but_attaches_nothing_is_planned_again() ->
     assert unattached_problem(news, tools, "Email Sydney that the slides are ready") is None  # sends news
     said = Call(2, "send_mail", {"to": Ref(1), "body": "Here it is."})
     assert unattached_problem(said, tools, "Email Derek the signed NDA") is None  # claims nothing
+
+
+def test_a_request_for_a_new_note_is_planned_again_when_no_step_makes_one() -> None:
+    from tinyagent.run._items import item_makers, unserved_new_item
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("acme_new_note", "Create a note in the notebook.", {"title": TEXT, "text": TEXT}, ["title"]),
+        openai_fn("acme_append_note", "Add text to the end of a note.", {"title": TEXT, "text": TEXT}, ["title"]),
+        openai_fn("acme_summarize", "Summarize a document.", {"file": TEXT}, ["file"]),
+    ])
+    assert item_makers("note", tools) == {"acme_new_note"}
+    summary = [Call(1, "acme_summarize", {"file": "handbook"})]
+    missing = unserved_new_item("Summarise the handbook and keep the summary as a new note", tools, summary)
+    assert missing is not None and missing[1] == {"acme_new_note"} and "'a new note'" in missing[0]
+    made = [*summary, Call(2, "acme_new_note", {"title": "Handbook", "text": Ref(1)})]
+    assert unserved_new_item("Summarise the handbook and keep the summary as a new note", tools, made) is None
+    assert unserved_new_item("Summarise the handbook into my Reading note", tools, summary) is None  # (existing)
+
+
+def test_a_sentence_that_sends_to_someone_is_planned_again_when_no_step_sends() -> None:
+    from tinyagent.run._channels import unserved_channel
+
+    tools = _tools()
+    agenda = [Call(1, "agenda", {"day": "2026-12-02"})]
+    note = unserved_channel("What have I got tomorrow? Send the rundown to my assistant Kai.", tools, agenda)
+    assert note is not None and "no step does" in note
+    assert unserved_channel("What have I got tomorrow?", tools, agenda) is None
+    sent = [*agenda, Call(2, "write_mail", {"to": ["kai@x.io"], "subject": "s", "body": Ref(1)})]
+    assert unserved_channel("What have I got tomorrow? Send the rundown to my assistant Kai.", tools, sent) is None

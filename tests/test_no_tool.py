@@ -525,3 +525,11 @@ def test_a_request_for_an_action_no_offered_tool_does_fits_no_tool(request_text:
     assert unserved_action("Can you book a table for four at Dishoom on Friday?", book) == "book or reserve something"
     assert unserved_action("Book 30 minutes with Maria next Friday at 3pm", book) is None
     assert unserved_action("book a call with Sid tomorrow", book) is None
+    # a tool that reserves another thing books nothing the request asks for; a hedge is no second action
+    room = ToolRegistry.from_openai([openai_fn("make_link", "Reserve a video-meeting room and get its URL.",
+                                               {"topic": TEXT}, ["topic"])])
+    assert unserved_action("Book me a flight to Lisbon on the 21st, window seat if you can", room) == \
+        "book or reserve something"
+    assert unserved_action("Book a meeting room for the design review", room) is None
+    # deleting messages sends none
+    assert unserved_action("Delete every email from Pottery Barn and unsubscribe me", tools) == "remove something"

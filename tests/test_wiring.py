@@ -397,6 +397,10 @@ def test_the_file_a_sent_summary_was_made_from_is_attached_only_when_asked() -> 
     assert "files" not in wired.calls[3].args and "the file its text was made from" in notes[0]
     attach = "Summarize the lease report and email the summary to Walter with the report attached"
     assert wire_results(plan, tools, attach, attach)[0] == plan
+    rewritten = Plan(calls=(*plan.calls[:3], Call(4, "doc_digest", {"path": Ref(3)}),  # (a summary of the summary)
+                            Call(5, "mail", {"to": [Ref(1)], "body": Ref(4), "files": [Ref(2)]})))
+    wired, _ = wire_results(rewritten, tools, request, request)
+    assert "files" not in wired.calls[4].args  # made from the file at two removes
     # a memo's text sent, and a file found by the same words attached: the same content twice
     memo = Plan(calls=(Call(1, "memo_get", {"heading": "Packing list"}), Call(2, "doc_find", {"words": "Packing list"}),
                        Call(3, "mail", {"to": ["jo@x.io"], "body": Ref(1), "files": [Ref(2)]})))

@@ -37,7 +37,7 @@ from ._contents import read_named_items
 from ._coverage import unplanned_clause
 from ._done import drop_done
 from ._each import send_to_each
-from ._items import ruled_out_items, unserved_item
+from ._items import ruled_out_items, unserved_item, unserved_new_item
 from ._links import link_producers
 from ._loop import run_loop
 from ._no_tool import check_no_tool, join_probability, second_choice_settings
@@ -275,6 +275,7 @@ class Agent:
             if unserved:
                 invented.append(unserved)
             for missing in (unserved_item(state.query, usable, plan.calls),
+                            unserved_new_item(state.query, usable, plan.calls),
                             unserved_clause(state.query, usable, plan.calls)) if check else ():
                 if missing:  # (each: served by one of its tools in the next plan, with the sender)
                     invented.append(missing[0])

@@ -52,6 +52,10 @@ _SEND_VERB = re.compile(r"(?:^|[,;:.!?]\s*|\b(?:and|then|please|pls|plz|also|you
 # A request that opens by sending a thing to a named person, by no channel: "Send the Q4 budget to Maria Garcia".
 _SEND_TO_SOMEONE = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Ss]end|[Ff]orward|[Ss]hare|[Pp]ass)\b[^.;?!]*?\bto\s+"
                               r"(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z]")
+# A sentence or clause that sends a thing to someone: a name, or "my assistant Kai", "my boss".
+_SEND_CLAUSE = re.compile(r"(?:^|[.;!?]\s+|\b(?:and|then|also)\s+)\W*(?:please\s+)?(?:send|forward|pass)\b[^.;?!]*?"
+                          r"\bto\s+(?:(?:my|our)\s+[a-z]+|(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z])",
+                          re.IGNORECASE)
 _POLITE = re.compile(r"^\W*(?:can|could|would|will)\s+(?:you|u)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
                        re.IGNORECASE)
@@ -105,7 +109,8 @@ def channel_senders(request: str, tools: Mapping[str, Tool], calls: Iterable[Cal
     (empty: it names neither); where it asks for both and ``calls`` send by one, those that send by the other."""
     sending = senders(tools.values())
     wants = set(_asked_channels(request))
-    if _sends_by_no_channel(request, wants, calls):
+    calls = list(calls)
+    if _sends_by_no_channel(request, wants, calls, sending):
         return frozenset(sending)  # (no channel named: any sender)
     wants = (wants - _sent(calls, sending)) or wants
     return frozenset(name for name, k in sending.items() if k & wants) if wants else frozenset()
@@ -138,7 +143,8 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     call sends by; with calls, also when no clause opens with a verb of sending: "Invite ann@x.org to lunch"
     planned as an event only mentions the channel)."""
     wants = _asked_channels(request)
-    if _sends_by_no_channel(request, wants, calls):
+    calls = list(calls)
+    if _sends_by_no_channel(request, wants, calls, senders(tools.values())):
         # "Send the Q4 budget to Maria Garcia": no channel named, and nothing sent by any
         right = sorted(senders(tools.values()))
         return f"the request asks to send something to someone, and no step does; {_names(right)} that" if right \
@@ -201,10 +207,17 @@ def _spoken_channels(request: str) -> list[str]:
     return [kind for kind, words in _WORDS.items() if words.search(request)]
 
 
-def _sends_by_no_channel(request: str, wants: Iterable[str], calls: Iterable[Call]) -> bool:
-    """An empty plan for a request that opens by sending a thing to a named person and names no channel ("Send
-    the Q4 budget to Maria Garcia"), and is no question."""
-    return not wants and not calls and not asks_question(request) and bool(_SEND_TO_SOMEONE.search(request))
+def _sends_by_no_channel(request: str, wants: Iterable[str], calls: Iterable[Call],
+                         sending: Mapping[str, frozenset[str]]) -> bool:
+    """A request that names no channel and opens by sending a thing to a named person ("Send the Q4 budget to Maria
+    Garcia"), and is no question, planned empty; or one with a sentence or clause that does so ("What have I got
+    tomorrow? Send the rundown to my assistant Kai and ..."), planned with no step that sends."""
+    if wants:
+        return False
+    calls = list(calls)
+    if not calls:
+        return not asks_question(request) and bool(_SEND_TO_SOMEONE.search(request))
+    return not _sent(calls, sending) and any(not asks_question(m.group()) for m in _SEND_CLAUSE.finditer(request))
 
 
 def _names(names: list[str]) -> str:

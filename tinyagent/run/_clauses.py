@@ -95,6 +95,8 @@ def clause_spans(request: str, tools: Mapping[str, Tool]) -> list[tuple[int, int
 
 
 _MIN_WORDS = 3
+_HEDGE = re.compile(r"\bif\s+(?:you\s+can|possible|you\s+could|it'?s\s+possible|there\s+is\s+one)\W*$",
+                    re.IGNORECASE)  # ("..., window seat if you can": a wish about the one action, not another)
 # Words that open no request for an action: a list's next item ("..., and the statement of work"), a statement
 # ("I'm looking into ...", "It's getting late", "luxury's the name of the game"), a question or a condition
 # ("Would you ...", "While it's a secret file"), or a request for the answer itself ("tell me ...": the joiner's).
@@ -118,7 +120,7 @@ def action_clauses(query: str, tools: Mapping[str, Tool]) -> list[tuple[str, fro
     for start, _, text, named in clause_spans(query, tools):
         words = text.split()
         first = words[0].lower().replace("\u2019", "'") if words else ""
-        if len(words) < _MIN_WORDS or first in _NOT_ACTIONS or first.endswith("'s"):
+        if len(words) < _MIN_WORDS or first in _NOT_ACTIONS or first.endswith("'s") or _HEDGE.search(text):
             continue
         if start and words[0][:1].isupper() and (not _SENTENCE_END.search(query[:start])
                                                  or words[1][:1].isupper()):

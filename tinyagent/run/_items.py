@@ -35,8 +35,9 @@ from ._channels import asks_question, senders
 from ._clauses import spelled_out
 from ._lookups import lookup_kinds
 
-__all__ = ["existing_kinds", "item_problem", "item_users", "new_kinds", "pointed_kinds", "ruled_out_items",
-           "attachment_slot", "sent_things_start", "unattached_problem", "unserved_item"]
+__all__ = ["attachment_slot", "existing_kinds", "item_makers", "item_problem", "item_users", "new_kinds",
+           "pointed_kinds", "ruled_out_items", "sent_things_start", "unattached_problem", "unserved_item",
+           "unserved_new_item"]
 
 _KINDS: dict[str, tuple[str, ...]] = {
     "message": ("message", "messages", "email", "emails", "e-mail", "e-mails", "mail", "mails"),
@@ -149,6 +150,42 @@ def unserved_item(request: str, tools: Mapping[str, Tool], calls: Iterable[Call]
             return (f"the request points at an existing {kind} ({words!r}) and no step acts on it; "
                     f"{_verb(sorted(users), 'acts', 'act')} on one"), users
     return None
+
+
+# "keep the summary as a new note", "stash it in a note titled ...": a note of the request's own making (messages
+# are the channels', documents no offered tool makes).
+_NEW_NOTE = re.compile(rf"\b(?:a|an|another|new)\s+(?:(?:new|brand-new|separate|quick|short)\s+)?"
+                       rf"({'|'.join(_KINDS['note'])})\b(?!\s*-)", re.IGNORECASE)
+_MAKES = re.compile(r"\b(?:new|create|creates|make|makes|add|adds|write|writes|save|saves|jot|start|starts)\b")
+
+
+def item_makers(kind: str, tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools that make a new item of ``kind``: the first sentence of the description says "new" of it,
+    or the tool's name has the kind's noun and a verb of making (``juno_new_note``, ``notes.create``) and the
+    description says nothing of an existing one."""
+    nouns = set(_KINDS.get(kind, ()))
+    out = set()
+    for name, tool in tools.items():
+        words = set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()))
+        if kind in new_kinds(tool) or (words & nouns and _MAKES.search(" ".join(words))
+                                       and kind not in existing_kinds(tool)):
+            out.add(name)
+    return frozenset(out)
+
+
+def unserved_new_item(request: str, tools: Mapping[str, Tool],
+                      calls: Iterable[Call]) -> tuple[str, frozenset[str]] | None:
+    """The note for planning again, and the tools one of which the plan must call, when the request asks for a new
+    note ("... and keep the summary as a new note") and a plan with calls makes none while offered tools do."""
+    calls = list(calls)
+    match = _NEW_NOTE.search(request)
+    if not calls or match is None:
+        return None
+    makers = item_makers("note", tools)
+    if not makers or {c.name for c in calls} & makers:
+        return None
+    return (f"the request asks for {match.group().lower()!r} and no step makes one; "
+            f"{_verb(sorted(makers), 'makes', 'make')} one"), makers
 
 
 def ruled_out_items(request: str, tools: Mapping[str, Tool]) -> frozenset[str]:

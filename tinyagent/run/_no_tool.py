@@ -306,6 +306,8 @@ _TIME_BOOKED = (r"(?:\s+(?:me|us))?\s+(?:(?:a|an|some|half\s+an?|\d+|one|two|thr
                 r"hours?|hrs?|time|meeting|call|slot|session|catch-?up|sync)\b")
 _REMOVAL_ASKED = re.compile(_OPENS + r"(?:cancel|delete|remove|erase|trash|call\s+off|get\s+rid\s+of|unsubscribe|"
                             r"take\s+(?:[\w'-]+\s+){1,6}?off\s+(?:my|the|our)\b)\b", re.IGNORECASE)  # (off my calendar)
+_REMOVED_MESSAGES = re.compile(r"\b(?:cancel|delete|remove|erase|trash|get\s+rid\s+of)\s+(?:(?:all|every|each|any|the|"
+                               r"my|these|those|that|this|of)\s+)*(?:e-?mails?|messages?|texts?|sms)\b", re.IGNORECASE)
 _REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|unsubscrib)", re.IGNORECASE)
 # Actions a personal assistant is often asked for that need a tool made for them (English verbs and the words a tool
 # that does them would use; no tool's name): (what is asked, how it opens a clause, what a tool that does it says).
@@ -327,8 +329,8 @@ def removal_unserved(query: str, tools: Mapping[str, Tool]) -> bool:
     """Whether the request asks to remove something ("Cancel my dentist appointment on Friday") and sends
     nothing, while no offered tool removes anything (by its name's words and description): a plan for it can only
     create or read, so no tool fits."""
-    if not _REMOVAL_ASKED.search(query) or asked_channel(query):
-        return False
+    if not _REMOVAL_ASKED.search(query) or asked_channel(_REMOVED_MESSAGES.sub(" ", query)):
+        return False  # ("Delete every email from Pottery Barn" removes messages; it sends none)
     return not any(_REMOVES.search(_words_of(name, tool)) for name, tool in tools.items())
 
 
@@ -342,9 +344,20 @@ def unserved_action(query: str, tools: Mapping[str, Tool]) -> str | None:
     if asked_channel(query) or len(action_clauses(query, tools)) > 1:
         return None
     for what, asked, done in _ACTIONS:
-        if asked.search(query) and not any(done.search(_words_of(name, tool)) for name, tool in tools.items()):
+        if (found := asked.search(query)) and not any(
+                done.search(words := _words_of(name, tool))
+                and (what != _BOOKING or _of_the_object(query, found, words)) for name, tool in tools.items()):
             return what
     return None
+
+
+_BOOKING = "book or reserve something"
+def _of_the_object(query: str, found: re.Match[str], words: str) -> bool:
+    """Whether a tool that books (its ``words``) books what the request does: a word of the four after the verb
+    ("a single room at", "a Regular cab that") is one of the tool's ("a flight to Lisbon" is no "video-meeting
+    room"); true when the request names nothing there."""
+    said = {_stem(w) for w in _words(" ".join(query[found.end():].split()[:4]))}
+    return not said or bool(said & {_stem(w) for w in _words(words)})
 
 
 def _words_of(name: str, tool: Tool) -> str:

@@ -519,9 +519,9 @@ def _singular(word: str) -> str:
 
 def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], tools: Mapping[str, Tool],
                          request: str) -> list[str]:
-    """A message that sends a result made from a step's file (the summary of a found document), or read by the same
-    words (the "Packing list" note's text and a file found by "Packing list"), attaches that file only when the
-    request says to attach: the optional parameter loses the reference."""
+    """A message that sends a result made from a step's file (the summary of a found document, or its translation),
+    or read by the same words (the "Packing list" note's text and a file found by "Packing list"), attaches that
+    file only when the request says to attach: the optional parameter loses the reference."""
     if not request or _ATTACH.search(request):
         return []
     sending = senders(tools.values())
@@ -531,7 +531,7 @@ def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], too
         if tool is None or call.name not in sending:
             continue
         bodies = [v.step for k, v in args[call.id].items() if isinstance(v, Ref) and not takes_identifier(tool, k)]
-        made_from = {r.step for b in bodies for r in find_refs(args.get(b, {}))} | {
+        made_from = _ancestors(bodies, args) | {
             c.id for c in calls for b in bodies if c.id != b and b in args
             and same_target(Call(c.id, c.name, args[c.id]), Call(b, "", args[b]))}
         for name, value in list(args[call.id].items()):
@@ -546,6 +546,18 @@ def _derived_attachments(calls: list[Call], args: dict[int, dict[str, Any]], too
                 notes.append(f"plan: step {call.id} no longer passes in {name} the file its text was made from "
                              "(the request does not say to attach it)")
     return notes
+
+
+def _ancestors(steps: list[int], args: Mapping[int, Mapping[str, Any]]) -> set[int]:
+    """The steps whose results ``steps`` were made from, at any remove (the file a translated summary came from)."""
+    out: set[int] = set()
+    todo = [r.step for s in steps for r in find_refs(args.get(s, {}))]
+    while todo:
+        step = todo.pop()
+        if step not in out:
+            out.add(step)
+            todo += [r.step for r in find_refs(args.get(step, {}))]
+    return out
 
 
 def _named(value: str, request: str) -> bool:

@@ -46,3 +46,21 @@ def test_the_bare_number_becomes_the_length_in_the_parameters_unit() -> None:
 def test_a_length_before_a_described_timer_counts() -> None:
     assert request_durations("Dim the lights and start a 25 minute focus timer.") == [(25.0, 1500.0)]
     assert request_durations("in 2 hours the meeting starts") == []
+
+
+def test_a_left_out_length_is_passed_in_the_parameters_unit_or_as_an_iso_duration() -> None:
+    from tinyagent.run._durations import iso_duration
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("add_event", "Creates an event.", {"title": TEXT, "duration_minutes": {
+            "type": "integer", "description": "Length in minutes."}}, ["title"]),
+        openai_fn("make_link", "Reserves a video room.", {"topic": TEXT, "duration": {
+            "type": "string", "description": "ISO 8601 duration, e.g. PT30M or PT1H30M."}}, ["topic"]),
+    ])
+    calls = [Call(1, "make_link", {"topic": "review"}), Call(2, "add_event", {"title": "review", "video": "$1"})]
+    fixed, notes = fix_durations(calls, tools, "Set up a video call for the review tomorrow at 2pm, 45 minutes")
+    assert fixed[0].args["duration"] == "PT45M" and fixed[1].args["duration_minutes"] == 45 and len(notes) == 2
+    assert iso_duration(5400) == "PT1H30M" and iso_duration(0) == "PT0S"
+    twice = [Call(1, "add_event", {"title": "a"}), Call(2, "add_event", {"title": "b"})]
+    assert fix_durations(twice, tools, "Two events, for 2 hours")[0] == twice  # (whose length is it?)
+    assert fix_durations(calls[:1], tools, "Remind me in 2 hours")[0] == calls[:1]  # (no length: a relative time)

@@ -676,3 +676,17 @@ def test_an_enum_parameter_takes_the_one_value_the_request_names(request_: str, 
     fixed = named_choices(Call(1, "find", args), dict(tools.items()), request_)
     assert fixed.args.get("kind" if "drive" not in request_ else "mode", args.get("kind")) == (
         expected if expected is not None else args.get("kind"))
+
+
+def test_a_reference_written_the_shells_way_is_a_reference() -> None:
+    from tinyagent.run._repair import quoted_refs
+
+    earlier = {1: Call(1, "agenda", {"day": "2027-10-14"})}
+    from _helpers_tools import TEXT, openai_fn
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("note_append", "Appends text to a note.", {"title": TEXT, "text": TEXT}, ["title", "text"]),
+        openai_fn("agenda", "Lists a day's events.", {"day": TEXT}, ["day"])])
+    call = Call(2, "note_append", {"title": "Daily log", "text": "$(1)"})
+    fixed = quoted_refs(call, earlier, dict(tools.items()), "put my agenda in my Daily log note")
+    assert fixed.args["text"] == Ref(1)

@@ -4,8 +4,10 @@
 copied the request's number and not its unit. Where a numeric parameter says its unit (by its name's words, or else
 its description: seconds, minutes or hours), the request gives exactly one length of time ("for 8 hours", "a
 90-minute call", "for an hour and a half"), and the call passes that length's bare number in another unit, the value
-becomes the length in the parameter's unit (480). Relative times ("in 2 hours", "2 hours before") are no lengths.
-Nothing is keyed to a tool's name.
+becomes the length in the parameter's unit (480). A parameter of that kind the call leaves out takes the length too
+(a small planner often drops "for two hours"), and so does one that takes an ISO 8601 duration (``"PT1H30M"``, by
+its description). Relative times ("in 2 hours", "2 hours before") are no lengths. Nothing is keyed to a tool's
+name.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["fix_durations", "parameter_unit", "request_durations"]
+__all__ = ["fix_durations", "iso_duration", "parameter_unit", "request_durations"]
 
 _SECONDS = {"second": 1.0, "sec": 1.0, "minute": 60.0, "min": 60.0, "hour": 3600.0, "hr": 3600.0, "h": 3600.0}
 _WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -31,17 +33,22 @@ _LENGTH = re.compile(
     r"(?:long\s+)?(?:(?!(?:the|a|an|my|our|to|for|of|and|with|before|after|later|from|in|on|at)\b)[a-z]+\s+)?(?:meeting|call|session|event|block|slot|appointment|workshop|class|ride|walk|run|"
     r"drive|timer|countdown|break|nap|workout)\b)",  # ("a 25 minute focus timer")
     re.IGNORECASE)
+# A length set apart by commas: "tomorrow at 2pm, 45 minutes, and ...", "on the 21st at 9:30, about half an hour."
+_LENGTH_APART = re.compile(rf",\s*(?:about\s+|around\s+|roughly\s+)?{_NUMBER}\s*{_UNIT}(?P<half>\s+and\s+a\s+half)?"
+                           r"(?=\s*(?:[,.;!]|$|and\b|long\b))", re.IGNORECASE)
 _UNIT_WORD = re.compile(r"\b(seconds?|secs?|minutes?|mins?|hours?|hrs?)\b", re.IGNORECASE)
 
 
 def request_durations(text: str) -> list[tuple[float, float]]:
     """The lengths of time ``text`` gives, each as ``(the number written, seconds)``, in order."""
     out = []
-    for match in _LENGTH.finditer(text):
-        number = (match.group("n") or match.group("n2")).lower()
-        unit = (match.group("unit") or match.group("unit2")).lower().rstrip("s") or "s"
+    matches = sorted([*_LENGTH.finditer(text), *_LENGTH_APART.finditer(text)], key=lambda m: m.start())
+    for match in matches:
+        found = match.groupdict()
+        number = (found.get("n") or found["n2"]).lower()
+        unit = (found.get("unit") or found["unit2"]).lower().rstrip("s") or "s"
         written = 0.5 if number.startswith("half") else float(_WORDS.get(number, 0) or number)
-        amount = written + (0.5 if match.group("half") else 0.0)
+        amount = written + (0.5 if found.get("half") else 0.0)
         out.append((written, amount * _SECONDS.get(unit, 1.0)))
     return out
 
@@ -58,8 +65,36 @@ def parameter_unit(name: str, schema: Mapping[str, Any]) -> float | None:
     return None
 
 
+_ISO_DURATION = re.compile(r"\bISO[ -]?8601 duration|\bPT\d+[HMS]\b")
+
+
+def iso_duration(seconds: float) -> str:
+    """``seconds`` as an ISO 8601 duration (``PT1H30M``)."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return "PT" + "".join(f"{n}{u}" for n, u in ((hours, "H"), (minutes, "M"), (secs, "S")) if n) if whole else "PT0S"
+
+
+def _length_params(tool: Tool) -> dict[str, float | None]:
+    """The parameters of ``tool`` that take a length of time: seconds per unit of a numeric one whose name or
+    description says its unit (:func:`parameter_unit`: "duration_minutes"), None for an ISO 8601 duration."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    out: dict[str, float | None] = {}
+    for name, schema in props.items():
+        if not isinstance(schema, Mapping):
+            continue
+        if schema.get("type", "string") == "string" and _ISO_DURATION.search(str(schema.get("description") or "")):
+            out[name] = None
+        elif re.search(r"duration|length|long", f"{name} {schema.get('description', '')}", re.IGNORECASE) and (
+                unit := parameter_unit(name, schema)) is not None:
+            out[name] = unit
+    return out
+
+
 def fix_durations(calls: Sequence[Call], tools: Mapping[str, Tool], query: str) -> tuple[list[Call], list[str]]:
-    """``calls`` with a length of time passed as the request's bare number in the parameter's unit; with notes."""
+    """``calls`` with a length of time passed as the request's bare number in the parameter's unit, and the
+    request's one length passed where a call leaves out a parameter that takes one; with notes."""
     lengths = {seconds for _, seconds in request_durations(query)}
     if len(lengths) != 1:
         return list(calls), []
@@ -81,5 +116,16 @@ def fix_durations(calls: Sequence[Call], tools: Mapping[str, Tool], query: str) 
                 args[name] = int(wanted) if wanted.is_integer() else wanted
                 notes.append(f"plan: step {call.id} passed {name}={value}; the request's length is {args[name]} in "
                              "its unit")
+        once = sum(c.name == call.name for c in calls) == 1  # (two calls of a tool: whose length is it?)
+        for name, unit in (_length_params(tool) if tool is not None and once else {}).items():
+            if name in args:
+                continue
+            if unit is None:
+                args[name] = iso_duration(seconds)
+            elif (seconds / unit).is_integer() or props[name].get("type") == "number":
+                args[name] = int(seconds / unit) if (seconds / unit).is_integer() else seconds / unit
+            else:
+                continue
+            notes.append(f"plan: step {call.id} takes the request's length of time as {name}={args[name]!r}")
         out.append(Call(call.id, call.name, args) if args != call.args else call)
     return out, notes

@@ -427,9 +427,9 @@ def without_steps(calls: Sequence[Call], gone: Iterable[int]) -> tuple[Call, ...
     return renumbered(c for c in calls if c.id not in gone) if gone else tuple(calls)
 
 
-_QUOTED_REF = re.compile(r"\$(\d+)(?:@[\w.-]*)?")
+_QUOTED_REF = re.compile(r"\$(?:(\d+)|[({](\d+)[)}])(?:@[\w.-]*)?")  # ("$(1)": a shell's way of writing it)
 _EMBEDDED_REF = re.compile(r"\$(\d+)")
-_TEXT_REF = re.compile(r"(?<![\w$])\$(\d{1,2})(?![\w.,$]\d|\w)")  # "$2" in a text, not "$2.50" or "$2,000"
+_TEXT_REF = re.compile(r"(?<![\w$])\$(?:[({](\d{1,2})[)}]|(\d{1,2})(?![\w.,$]\d|\w))")  # not "$2.50", "$2,000"
 
 
 def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Tool], request: str = "") -> Call:
@@ -453,14 +453,15 @@ def quoted_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[str, Too
                 fixed = named or [fix(item)]  # (a reference listed twice is listed once)
                 out += [r for r in fixed if not (isinstance(r, Ref) and r in out)]
             return out
-        if isinstance(value, str) and (m := _QUOTED_REF.fullmatch(value.strip())) and int(m.group(1)) in earlier:
-            return Ref(int(m.group(1)))
+        if isinstance(value, str) and (m := _QUOTED_REF.fullmatch(value.strip())) and int(
+                step := m.group(1) or m.group(2)) in earlier:
+            return Ref(int(step))
         return value
 
     taken = {r.step for c in earlier.values() for r in find_refs(c.args)}
 
     def embedded(value: Any) -> Any:
-        named = {int(k) for k in _TEXT_REF.findall(value)} if isinstance(value, str) else set()
+        named = {int(a or b) for a, b in _TEXT_REF.findall(value)} if isinstance(value, str) else set()
         step = earlier.get(next(iter(named))) if len(named) == 1 else None
         # (not a lookup's, nor a result another step already takes: ">$1 (PDF summary)" meant the summary)
         return Ref(step.id) if step is not None and step.id not in taken and lookup_kind(

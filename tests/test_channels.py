@@ -91,7 +91,11 @@ def test_an_empty_plan_for_sending_a_thing_to_a_named_person_by_no_channel_is_un
         assert channel_senders(request, tools) == {"post", "buzz"}  # any sender
     for request in ("Send my regards to the team", "Can you send the deck to Tom?", "Translate 'hi' to Spanish"):
         assert unserved_channel(request, tools) is None, request
-    assert unserved_channel("Send the Q4 budget to Maria Garcia", tools, [Call(1, "meet", {"title": "x"})]) is None
+    # a plan whose steps send nothing leaves it unserved too; one that sends by either channel serves it
+    assert "send something to someone" in (unserved_channel("Send the Q4 budget to Maria Garcia", tools, [
+        Call(1, "meet", {"title": "x"})]) or "")
+    assert unserved_channel("Send the Q4 budget to Maria Garcia", tools, [
+        Call(1, "post", {"to": ["maria@x.io"], "body": "budget"})]) is None
 
 
 def test_a_plan_that_sends_by_one_of_two_asked_channels_is_unserved_for_the_other() -> None:

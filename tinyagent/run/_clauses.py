@@ -26,7 +26,7 @@ __all__ = ["GENERIC_NAME_WORDS", "action_clauses", "clause_heads", "clause_spans
            "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
-_CLAUSE = re.compile(r"(?:^|[;.!?]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"
+_CLAUSE = re.compile(r"(?:^|[;.!?]\s+|\s+[-\u2013\u2014]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"  # (" - reply that")
                      r"(?:(?:also|then|and|please|pls|now|can you|could you"
                      r"|if (?:so|yes|any|there is one|there's one|there are any),?)\s+)*([a-z]+)\b"  # ("If so reply")
                      r"(?:\s+(?:(?:up|a|an|the|my|me|new|some|us)\s+)*([a-z]+))?", re.IGNORECASE)

@@ -29,9 +29,9 @@ __all__ = ["KIND_WORDS", "asked_channel", "asks_question", "channel_clauses", "c
            "echoed_messages", "other_channel_senders", "repeated_messages", "senders", "unserved_channel"]
 
 _WORDS = {
-    "phone": re.compile(r"\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b(?!\s*(?:file|files|document|note|box|field))",
-                        re.IGNORECASE),
-    "email": re.compile(r"\b(?:e-?mail(?:ed|s)?|mail)\b", re.IGNORECASE),
+    "phone": re.compile(r"(?<![./\\])\b(?:text(?:ed|ing)?|sms(?:es)?|txt)\b"  # (not "notes.txt": a file's extension)
+                        r"(?!\s*(?:file|files|document|note|box|field))", re.IGNORECASE),
+    "email": re.compile(r"(?<![./\\])\b(?:e-?mail(?:ed|s)?|mail)\b", re.IGNORECASE),
 }
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
 _GIVEN = {"phone": re.compile(r"(?<![\w.])\+?\d[\d ().-]{5,}\d\b"),

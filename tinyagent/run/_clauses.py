@@ -49,7 +49,7 @@ _SHORT = {"fwd": "forward", "fw": "forward", "msg": "message", "sched": "schedul
           "txt": "text", "summarise": "summarize"}
 
 
-_SHORT_WORD = re.compile(rf"\b(?:{'|'.join(_SHORT)})\b", re.IGNORECASE)
+_SHORT_WORD = re.compile(rf"(?<![./\\])\b(?:{'|'.join(_SHORT)})\b", re.IGNORECASE)  # (not "notes.txt")
 
 
 def spelled_out(request: str) -> str:

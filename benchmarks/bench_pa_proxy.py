@@ -64,6 +64,14 @@ tool, 10 one call, 13 two or three, 12 four to six; 4 casual or misspelt), writt
     python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh5/tools.json \
         --cases benchmarks/data/pa_fresh5/cases.jsonl --output benchmarks/results/pa_fresh5.json
 
+``benchmarks/data/pa_fresh6`` holds a seventh (20 tools named ``juno_<verb>_<noun>``: a product prefix on every
+name; events take ``date`` and ``start_time`` apart, reminders ``YYYY-MM-DDTHH:MM:SS``, meeting links an ISO 8601
+``duration``; ``juno_find_contact(query, field: "email" | "phone")``) and 40 requests, written in session 30 before
+any run::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh6/tools.json \
+        --cases benchmarks/data/pa_fresh6/cases.jsonl --output benchmarks/results/pa_fresh6.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

@@ -533,3 +533,22 @@ def test_a_request_for_an_action_no_offered_tool_does_fits_no_tool(request_text:
     assert unserved_action("Book a meeting room for the design review", room) is None
     # deleting messages sends none
     assert unserved_action("Delete every email from Pottery Barn and unsubscribe me", tools) == "remove something"
+
+
+def test_a_plan_whose_first_call_is_clear_is_still_refused_when_no_tool_does_what_is_asked() -> None:
+    """"Delete every email from Pottery Barn and unsubscribe me" planned as a mail search by that sender: the first
+    call's values are all the request's, but no offered tool removes anything, so the plan is dropped."""
+    from _helpers_tools import TEXT, openai_fn
+
+    from tinyagent import Agent, ToolRegistry
+    from tinyagent.models import ScriptedModel
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("search_mail", "Search the user's mailbox.", {"sender": TEXT}, ["sender"]),
+        openai_fn("send_mail", "Send an email.", {"to": TEXT, "body": TEXT}, ["to", "body"]),
+    ])
+    model = ScriptedModel(['1. search_mail(sender="Pottery Barn")\n2. join()\n<END_OF_PLAN>'])
+    result = Agent(tools=tools, model=model).plan_sync("Delete every email from Pottery Barn and unsubscribe me",
+                                                       today=dt.date(2027, 10, 13))
+    assert not result.plan.calls and result.no_tool_check is not None and result.no_tool_check.refused
+    assert len(model.requests) == 1  # (no second choice, no plan again for "email": it asks to remove messages)

@@ -40,7 +40,7 @@ from ._each import send_to_each
 from ._items import ruled_out_items, unserved_item, unserved_new_item
 from ._links import link_producers
 from ._loop import run_loop
-from ._no_tool import check_no_tool, join_probability, second_choice_settings
+from ._no_tool import check_no_tool, join_probability, second_choice_settings, unserved_action
 from ._plan import plan_once, planner_request
 from ._producers import dropped_actions, insert_producers, merge_lookups, merge_served
 from ._repair import call_problem, known_text, repair_plan, ruled_out
@@ -176,7 +176,8 @@ class Agent:
             else:
                 model, completion, plan, request, check = second
                 no_tool_prob = join_probability(completion)
-        if check is None or not check.refused or unserved_channel(query, state.offer.tools):
+        if check is None or not check.refused or (unserved_channel(query, state.offer.tools)
+                                                  and not unserved_action(query, state.offer.tools)):
             # (a refused plan for a request to send is planned again, with a call first)
             model, completion, plan, request = await self._repaired(setup, state, model, completion, plan, request)
         prompt_tokens = completion.usage.input_tokens or model.count_tokens(
@@ -211,8 +212,8 @@ class Agent:
         1.5B write eleven steps)."""
         banned = frozenset(c.name for c in refused.calls)
         left = {n: t for n, t in state.offer.tools.items() if n not in banned}
-        if not self.settings.no_tool_second_choice or not left:
-            return None
+        if not self.settings.no_tool_second_choice or not left or unserved_action(state.query, state.offer.tools):
+            return None  # (asked for what no offered tool does: no other tool does it either)
         state.result.usage = state.result.usage + completion.usage
         state.timings["plan"] = state.timings.get("plan", 0.0) + completion.elapsed_s
         # Tools a clause names that the refused plan did not call ("Set up a video call ..." planned as a route).

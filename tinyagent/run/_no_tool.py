@@ -250,6 +250,8 @@ def first_call_is_clear(call: Call, planner: ModelRequest, query: str, tools: Ma
     probability to the floor. Such plans keep streaming into the executor (and are not checked further)."""
     if settings.no_tool_check != "auto":
         return settings.no_tool_check == "off"
+    if unserved_action(query, tools):  # (asked for what no offered tool does: the check refuses whatever the call)
+        return False
     features = {"p_join": 0.5, **plan_features(request_text(planner, query), [call], tools)}
     return not _could_refuse(features, settings.no_tool_floor, NO_TOOL_MODEL)
 

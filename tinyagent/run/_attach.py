@@ -20,7 +20,8 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._clauses import name_words
 from ._items import attachment_slot, sent_things_start, unattached_problem
-from ._producers import one_text_param, path_source
+from ._lookups import one_text_param
+from ._producers import path_source
 from ._repair import used_steps, without_orphans
 
 __all__ = ["attach_sent_things", "drop_double_sends", "drop_message_topics", "sent_things"]

@@ -144,16 +144,16 @@ def unserved_channel(request: str, tools: Mapping[str, Tool], calls: Iterable[Ca
     planned as an event only mentions the channel)."""
     wants = _asked_channels(request)
     calls = list(calls)
-    if _sends_by_no_channel(request, wants, calls, senders(tools.values())):
+    sending = senders(tools.values())
+    if _sends_by_no_channel(request, wants, calls, sending):
         # "Send the Q4 budget to Maria Garcia": no channel named, and nothing sent by any
-        right = sorted(senders(tools.values()))
+        right = sorted(sending)
         return f"the request asks to send something to someone, and no step does; {_names(right)} that" if right \
             else None
     if not wants or asks_question(request):
         return None
     if (calls or len(wants) > 1) and not _SEND_VERB.search(request.strip()):
         return None  # (a plan that does something else for a request that only mentions the channel)
-    sending = senders(tools.values())
     right = sorted(name for name, k in sending.items() if k & set(wants))
     if not right:
         return None

@@ -16,8 +16,7 @@ from typing import Any
 from .._plan import Call, Plan, Ref, map_refs
 from .._tools import Tool
 from ._clauses import name_words
-from ._lookups import lookup_kind
-from ._producers import one_text_param
+from ._lookups import lookup_kind, one_text_param
 from ._tidy import reads_only
 
 __all__ = ["read_named_items"]

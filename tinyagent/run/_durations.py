@@ -92,6 +92,15 @@ def _length_params(tool: Tool) -> dict[str, float | None]:
     return out
 
 
+def _in_unit(seconds: float, unit: float, schema: Mapping[str, Any]) -> int | float | None:
+    """``seconds`` in the parameter's ``unit``: a whole number, or a fraction where the schema takes numbers; None
+    for a fraction an integer parameter cannot take."""
+    wanted = seconds / unit
+    if wanted.is_integer():
+        return int(wanted)
+    return wanted if schema.get("type") == "number" else None
+
+
 def fix_durations(calls: Sequence[Call], tools: Mapping[str, Tool], query: str) -> tuple[list[Call], list[str]]:
     """``calls`` with a length of time passed as the request's bare number in the parameter's unit, and the
     request's one length passed where a call leaves out a parameter that takes one; with notes."""
@@ -111,21 +120,19 @@ def fix_durations(calls: Sequence[Call], tools: Mapping[str, Tool], query: str) 
             unit = parameter_unit(name, schema) if schema else None
             if unit is None or isinstance(value, bool) or not isinstance(value, int | float) or value not in written:
                 continue
-            wanted = seconds / unit
-            if wanted != value and (wanted.is_integer() or schema.get("type") == "number"):
-                args[name] = int(wanted) if wanted.is_integer() else wanted
+            wanted = _in_unit(seconds, unit, schema)
+            if wanted is not None and wanted != value:
+                args[name] = wanted
                 notes.append(f"plan: step {call.id} passed {name}={value}; the request's length is {args[name]} in "
                              "its unit")
         once = sum(c.name == call.name for c in calls) == 1  # (two calls of a tool: whose length is it?)
         for name, unit in (_length_params(tool) if tool is not None and once else {}).items():
             if name in args:
                 continue
-            if unit is None:
-                args[name] = iso_duration(seconds)
-            elif (seconds / unit).is_integer() or props[name].get("type") == "number":
-                args[name] = int(seconds / unit) if (seconds / unit).is_integer() else seconds / unit
-            else:
+            length = iso_duration(seconds) if unit is None else _in_unit(seconds, unit, props[name])
+            if length is None:
                 continue
+            args[name] = length
             notes.append(f"plan: step {call.id} takes the request's length of time as {name}={args[name]!r}")
         out.append(Call(call.id, call.name, args) if args != call.args else call)
     return out, notes

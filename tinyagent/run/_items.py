@@ -32,7 +32,7 @@ from functools import lru_cache
 from .._plan import Call
 from .._tools import Tool
 from ._channels import asks_question, senders
-from ._clauses import spelled_out
+from ._clauses import name_words, spelled_out
 from ._lookups import lookup_kinds
 
 __all__ = ["attachment_slot", "existing_kinds", "item_makers", "item_problem", "item_users", "new_kinds",
@@ -166,7 +166,7 @@ def item_makers(kind: str, tools: Mapping[str, Tool]) -> frozenset[str]:
     nouns = set(_KINDS.get(kind, ()))
     out = set()
     for name, tool in tools.items():
-        words = set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower()))
+        words = set(name_words(name))
         if kind in new_kinds(tool) or (words & nouns and _MAKES.search(" ".join(words))
                                        and kind not in existing_kinds(tool)):
             out.add(name)

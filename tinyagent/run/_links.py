@@ -19,7 +19,7 @@ from typing import Any
 
 from .._plan import Call, Plan, Ref, map_refs
 from .._tools import Tool
-from ._producers import one_text_param
+from ._lookups import one_text_param
 
 __all__ = ["link_producers"]
 

@@ -25,8 +25,8 @@ from .._plan import Call, find_refs
 from .._tools import Tool
 from ._channels import KIND_WORDS as _KIND
 
-__all__ = ["KIND_NAMES", "finds_kind", "finds_kinds", "kind_choices", "lookup_kind", "lookup_kinds", "mismatched_refs",
-           "speaks_of", "swap_lookups"]
+__all__ = ["KIND_NAMES", "channel_choices", "finds_kind", "finds_kinds", "kind_choices", "lookup_kind", "lookup_kinds",
+           "mismatched_refs", "one_text_param", "speaks_of", "swap_lookups"]
 
 
 def finds_kind(tool: Tool | None) -> str | None:
@@ -107,6 +107,25 @@ def kind_choices(tool: Tool, person: str, kind: str) -> dict[str, Any] | None:
     return out
 
 
+def one_text_param(tool: Tool, *, choices: bool = False) -> str | None:
+    """The tool's only required parameter, when it takes text; with ``choices``, its only required parameter that
+    takes free text, the others picking from an enum."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    required = [n for n in tool.required if not (choices and "enum" in (props.get(n) or {}))]
+    if len(required) != 1 or (props.get(required[0]) or {}).get("type", "string") != "string":
+        return None
+    return required[0]
+
+
+def channel_choices(tool: Tool, kind: str) -> tuple[str, dict[str, Any]] | None:
+    """A lookup's one free-text required parameter (:func:`one_text_param` with choices) and what its other
+    required parameters take to find ``kind`` (:func:`kind_choices`); None when it has no such parameter, or they
+    pick nothing."""
+    person = one_text_param(tool, choices=True)
+    choices = kind_choices(tool, person, kind) if person is not None else None
+    return None if choices is None else (str(person), choices)
+
+
 def _wanted_kinds(step: int, calls: Iterable[Call], tools: Mapping[str, Tool]) -> set[str | None]:
     """The identifier kinds of the parameters that take step ``step``'s result (None: one that is no identifier)."""
     out: set[str | None] = set()
@@ -153,8 +172,8 @@ def swap_lookups(calls: Sequence[Call], tools: Mapping[str, Tool]) -> tuple[list
 def _picked(call: Call, tool: Tool, kind: str) -> Call | None:
     """``call`` of a lookup whose enum arguments pick the kind it finds, asking for ``kind``; None when it already
     does, or its arguments pick nothing."""
-    people = [n for n in tool.required if "enum" not in ((tool.parameters.get("properties") or {}).get(n) or {})]
-    choices = kind_choices(tool, people[0], kind) if len(people) == 1 else None
+    found = channel_choices(tool, kind)
+    choices = found[1] if found is not None else None
     if not choices or all(call.args.get(k) == v for k, v in choices.items()):
         return None
     return Call(call.id, call.name, {**call.args, **choices})

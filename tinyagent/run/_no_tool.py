@@ -310,11 +310,12 @@ _REMOVAL_ASKED = re.compile(_OPENS + r"(?:cancel|delete|remove|erase|trash|call\
                             r"take\s+(?:[\w'-]+\s+){1,6}?off\s+(?:my|the|our)\b)\b", re.IGNORECASE)  # (off my calendar)
 _REMOVED_MESSAGES = re.compile(r"\b(?:cancel|delete|remove|erase|trash|get\s+rid\s+of)\s+(?:(?:all|every|each|any|the|"
                                r"my|these|those|that|this|of)\s+)*(?:e-?mails?|messages?|texts?|sms)\b", re.IGNORECASE)
+_BOOKING = "book or reserve something"
 _REMOVES = re.compile(r"\b(?:delet|remov|trash|discard|eras|cancel|purg|unsubscrib)", re.IGNORECASE)
 # Actions a personal assistant is often asked for that need a tool made for them (English verbs and the words a tool
 # that does them would use; no tool's name): (what is asked, how it opens a clause, what a tool that does it says).
 _ACTIONS = (
-    ("book or reserve something", re.compile(_OPENS + r"(?:book|reserve)\b(?!" + _TIME_BOOKED + ")", re.IGNORECASE),
+    (_BOOKING, re.compile(_OPENS + r"(?:book|reserve)\b(?!" + _TIME_BOOKED + ")", re.IGNORECASE),
      re.compile(r"(?<!address )(?<!phone )(?<!note )(?<!e-)\bbook|\breserv", re.IGNORECASE)),  # not "address book"
     ("order or buy something", re.compile(_OPENS + r"(?:order|buy|purchase)\b(?!\s+(?:of|by)\b)", re.IGNORECASE),
      re.compile(r"\b(?:order|buy|purchas|shop|cart|checkout)", re.IGNORECASE)),
@@ -353,7 +354,6 @@ def unserved_action(query: str, tools: Mapping[str, Tool]) -> str | None:
     return None
 
 
-_BOOKING = "book or reserve something"
 def _of_the_object(query: str, found: re.Match[str], words: str) -> bool:
     """Whether a tool that books (its ``words``) books what the request does: a word of the four after the verb
     ("a single room at", "a Regular cab that") is one of the tool's ("a flight to Lisbon" is no "video-meeting

@@ -35,12 +35,12 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import channel_clauses
 from ._clauses import named_clauses
-from ._lookups import kind_choices, lookup_kind, lookup_kinds
+from ._lookups import channel_choices, lookup_kind, lookup_kinds, one_text_param
 from ._repair import invented_identifiers
 from ._sources import documented_source
 
 __all__ = ["dropped_actions", "insert_producers", "merge_lookups", "merge_served", "name_in_request", "object_of",
-           "one_text_param", "pair_numbers", "path_source", "people", "person_lists", "request_names", "sole_finder",
+           "pair_numbers", "path_source", "people", "person_lists", "request_names", "sole_finder",
            "swap_literals", "terms_in_request"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -177,10 +177,10 @@ def path_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owner: Too
 
 def sole_finder(kind: str, tools: Mapping[str, Tool]) -> tuple[str, str, dict[str, Any]] | None:
     """The one offered tool that finds identifiers of ``kind`` and takes one text argument, with that argument's
-    name and what its other required parameters take for the kind (:func:`kind_choices`); None when there is none,
-    or more than one."""
-    finders = [(t.name, param, choices) for t in tools.values() if kind in lookup_kinds(t)
-               and (param := one_text_param(t, choices=True)) and (choices := kind_choices(t, param, kind)) is not None]
+    name and what its other required parameters take for the kind (:func:`~._lookups.channel_choices`); None when
+    there is none, or more than one."""
+    finders = [(t.name, *found) for t in tools.values() if kind in lookup_kinds(t)
+               and (found := channel_choices(t, kind)) is not None]
     return finders[0] if len(finders) == 1 else None
 
 
@@ -238,16 +238,6 @@ def _named_for_channel(names: Sequence[str], kind: str, request: str) -> str | N
     texts = [t.lower() for t in channel_clauses(request).get(kind, [])]
     inside = [n for n in names if any(re.search(rf"\b{re.escape(n.lower())}\b", t) for t in texts)]
     return inside[0] if len(inside) == 1 else None
-
-
-def one_text_param(tool: Tool, *, choices: bool = False) -> str | None:
-    """The tool's only required parameter, when it takes text; with ``choices``, its only required parameter that
-    takes free text, the others picking from an enum."""
-    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    required = [n for n in tool.required if not (choices and "enum" in (props.get(n) or {}))]
-    if len(required) != 1 or (props.get(required[0]) or {}).get("type", "string") != "string":
-        return None
-    return required[0]
 
 
 def _producer(name: str, value: str, tool: Tool, tools: Mapping[str, Tool], request: str,

@@ -44,7 +44,7 @@ def documented_source(schema: Mapping[str, Any], tools: Mapping[str, Tool], owne
     for match in _FIRST.finditer(" ".join(own)):
         if match.group(1) in tools:
             return match.group(1)
-    if owner is None or not name or _identifier_params(owner) != [name]:
+    if owner is None or not name or _id_params(owner) != [name]:
         return None
     feeders = [t.name for t in tools.values() if t.name != owner.name and _feeds(t.description or "", owner.name)]
     return feeders[0] if len(feeders) == 1 else None
@@ -57,7 +57,7 @@ _ID_PARAM = re.compile(r"(?:^|_)(?:id|ids)$|[a-z](?:Id|ID|Ids|IDs)$")
 _ID_WORDS = re.compile(r"^(?:the )?(?:id|identifier)\b|\bid of\b", re.IGNORECASE)
 
 
-def _identifier_params(tool: Tool) -> list[str]:
+def _id_params(tool: Tool) -> list[str]:
     """The parameters of ``tool`` that take an identifier by their name or description ("message_id", "fileId",
     "Id of the file.")."""
     props: Mapping[str, Any] = tool.parameters.get("properties") or {}

@@ -41,8 +41,8 @@ from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._tools import Tool
 from ._channels import senders
 from ._clauses import name_words, same_target
-from ._lookups import lookup_kind, lookup_kinds, swap_lookups
-from ._producers import one_text_param, path_source, people, sole_finder, swap_literals
+from ._lookups import lookup_kind, lookup_kinds, one_text_param, swap_lookups
+from ._producers import path_source, people, sole_finder, swap_literals
 from ._repair import invented_identifiers
 from ._sources import documented_source
 from ._tidy import reads_only, takes_identifier, writes

@@ -287,5 +287,6 @@ def test_a_sentence_that_sends_to_someone_is_planned_again_when_no_step_sends() 
     note = unserved_channel("What have I got tomorrow? Send the rundown to my assistant Kai.", tools, agenda)
     assert note is not None and "no step does" in note
     assert unserved_channel("What have I got tomorrow?", tools, agenda) is None
+    assert unserved_channel("What have I got tomorrow? Forward it to me.", tools, agenda) is None  # (no one else)
     sent = [*agenda, Call(2, "write_mail", {"to": ["kai@x.io"], "subject": "s", "body": Ref(1)})]
     assert unserved_channel("What have I got tomorrow? Send the rundown to my assistant Kai.", tools, sent) is None

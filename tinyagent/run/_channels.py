@@ -54,8 +54,8 @@ _SEND_TO_SOMEONE = re.compile(r"^\W*(?:[Pp]lease\s+)?(?:[Ss]end|[Ff]orward|[Ss]h
                               r"(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z]")
 # A sentence or clause that sends a thing to someone: a name, or "my assistant Kai", "my boss".
 _SEND_CLAUSE = re.compile(r"(?:^|[.;!?]\s+|\b(?:and|then|also)\s+)\W*(?:please\s+)?(?:send|forward|pass)\b[^.;?!]*?"
-                          r"\bto\s+(?:(?:my|our)\s+[a-z]+|(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z])",
-                          re.IGNORECASE)
+                          r"\bto\s+(?:(?:my|our)\s+[a-z]+"  # (a name is capitalised: "to me" is no one else)
+                          r"|(?-i:(?!(?:The|My|Our|A|An|This|That|All|Everyone)\b)[A-Z][a-z]))", re.IGNORECASE)
 _POLITE = re.compile(r"^\W*(?:can|could|would|will)\s+(?:you|u)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could)\b",
                        re.IGNORECASE)

@@ -147,28 +147,11 @@ class _Watch(threading.Thread):
                     return
                 if line is None or line == "INT":
                     self.fired = True
-                    self._interrupt(self._REPEATS)
+                    # A real SIGINT to the main thread (not interrupt_main, which waits for the next bytecode):
+                    # it wakes the event loop's wait, and asyncio's own handler cancels the command.
+                    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
                 if line is None:
                     return
-
-    _REPEATS = 5
-    _REPEAT_S = 2.0
-
-    def _interrupt(self, left: int) -> None:
-        """A real SIGINT to the main thread (not interrupt_main, which waits for the next bytecode): it wakes the
-        event loop's wait, and asyncio's own handler cancels the command. Sent again every 2 s while the command
-        still runs (a cancellation that landed where it was swallowed, or before the loop took over SIGINT: a
-        second SIGINT makes asyncio raise KeyboardInterrupt outright), as a user presses Ctrl-C again."""
-        if self.finished or left <= 0:
-            return
-        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-        timer = threading.Timer(self._REPEAT_S, self._again, (left - 1,))
-        timer.daemon = True
-        timer.start()
-
-    def _again(self, left: int) -> None:
-        with self.lock:
-            self._interrupt(left)
 
     def finish(self) -> None:
         with self.lock:

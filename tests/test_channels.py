@@ -50,6 +50,12 @@ def _tools() -> ToolRegistry:
 
 def test_senders_come_from_descriptions_and_required_identifier_parameters() -> None:
     assert senders(_tools().values()) == {"post": frozenset({"email"}), "buzz": frozenset({"phone"})}
+    # a description that never says "send": the name does ("Text message (SMS) to one mobile number.")
+    quiet = ToolRegistry.from_openai([{"type": "function", "function": {
+        "name": "sms-message-send", "description": "Text message (SMS) to one mobile number.", "parameters": {
+            "type": "object", "properties": {"phone_no": {"type": "string", "description": "Destination phone number."},
+                                             "msg_text": {"type": "string"}}, "required": ["phone_no", "msg_text"]}}}])
+    assert senders(quiet.values()) == {"sms-message-send": frozenset({"phone"})}
 
 
 @pytest.mark.parametrize(("request_text", "channel"), [

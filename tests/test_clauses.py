@@ -156,6 +156,18 @@ def test_a_verb_names_the_tool_whose_name_says_the_same_act_in_other_words() -> 
     assert note is not None and note[1] == {"alerts_ping_schedule"}
 
 
+def test_answer_asks_for_a_reply_and_block_for_the_calendar() -> None:
+    """"Answer message 88213-AF with 'Count me in', and block this Friday 7:30 PM ...": English verbs for the acts
+    that vendors name "reply" and "calendar"."""
+    tools = ToolRegistry.from_openai([
+        openai_fn("email-thread-reply", "Sends a reply on an existing message thread.", {"msg_id": TEXT}, ["msg_id"]),
+        openai_fn("calendar-event-create", "Adds an event.", {"title": TEXT}, ["title"]),
+        openai_fn("videomeet-room-create", "Creates a meeting room.", {"title": TEXT}, ["title"]),
+    ])
+    assert verb_tools("answer", tools) == {"email-thread-reply"}
+    assert verb_tools("block", tools) == {"calendar-event-create"}
+
+
 def test_a_conditional_clause_still_asks_for_its_action() -> None:
     """"Any unread mail from the school? If so reply saying ..." asks for a reply."""
     from tinyagent.run._clauses import clause_verbs

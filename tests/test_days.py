@@ -56,3 +56,36 @@ def test_a_named_day_in_a_far_year_is_put_in_the_named_year() -> None:
     assert in_the_named_year(call, days).args["when"] == "2027-05-20T15:15"
     for kept in ("2028-05-20T15:15", "2027-06-01T10:00", "call mum"):
         assert in_the_named_year(Call(1, "remind", {"when": kept}), days).args["when"] == kept
+
+
+def test_a_documented_us_date_moves_too_and_keeps_its_form() -> None:
+    """A day the parameter documents as "MM/DD/YYYY" (or "MM/DD/YYYY hh:mm AM/PM") is moved like an ISO one, and
+    written back in that form; a time alone is no day."""
+    from tinyagent import ToolRegistry
+
+    tools = ToolRegistry.from_openai([{"type": "function", "function": {
+        "name": "event", "description": "Adds an event.", "parameters": {"type": "object", "properties": {
+            "day": {"type": "string", "description": "Date, MM/DD/YYYY."},
+            "start": {"type": "string", "description": "Start time, hh:mm AM/PM."},
+            "alert": {"type": "string", "description": "When, MM/DD/YYYY hh:mm AM/PM."}}}}}])
+    days = RequestDays.of("Lunch on Friday at 1pm", TODAY)
+    call = on_the_named_day(Call(1, "event", {"day": "03/18/2027", "start": "01:00 PM"}), days, tools)
+    assert call.args == {"day": "03/19/2027", "start": "01:00 PM"}
+    call = on_the_named_day(Call(1, "event", {"alert": "03/18/2027 12:30 PM"}), days, tools)
+    assert call.args == {"alert": "03/19/2027 12:30 PM"}
+    assert on_the_named_day(Call(1, "event", {"day": "03/18/2027"}), days).args == {"day": "03/18/2027"}  # no tools
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("09/22/2027 16:15 PM", "09/22/2027 04:15 PM"), ("16:15 AM", "04:15 PM"), ("00:30 AM", "12:30 AM"),
+    ("09:30 AM", "09:30 AM"), ("12:00 PM", "12:00 PM"), ("16:15", "16:15")])
+def test_a_24_hour_time_where_a_12_hour_clock_is_documented(value: str, expected: str) -> None:
+    from tinyagent import ToolRegistry
+    from tinyagent.run._days import on_the_12_hour_clock
+
+    tools = ToolRegistry.from_openai([{"type": "function", "function": {
+        "name": "remind", "description": "A reminder.", "parameters": {"type": "object", "properties": {
+            "at": {"type": "string", "description": "When, MM/DD/YYYY hh:mm AM/PM."},
+            "other": {"type": "string", "description": "When, MM/DD/YYYY HH:mm."}}}}}])
+    assert on_the_12_hour_clock(Call(1, "remind", {"at": value}), tools).args["at"] == expected
+    assert on_the_12_hour_clock(Call(1, "remind", {"other": value}), tools).args["other"] == value

@@ -17,9 +17,9 @@ def _shapes(description: str, **schema: str) -> list[str]:
 
 
 def _matches(shapes: list[str], value: str) -> bool:
-    """Whether ``value`` fits one of the GBNF shapes (literals, character classes and quantifiers, which read the
-    same as a Python regex once literals are escaped)."""
-    token = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|\{\d+(?:,\d+)?\}|[+?*]|\s+')
+    """Whether ``value`` fits one of the GBNF shapes (literals, character classes, quantifiers and groups of
+    alternatives, which read the same as a Python regex once literals are escaped)."""
+    token = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|\{\d+(?:,\d+)?\}|[+?*()|]|\s+')
     for shape in shapes:
         parts = [re.escape(json.loads(t)) if t.startswith('"') else t
                  for t in token.findall(shape) if not t.isspace()]
@@ -39,6 +39,9 @@ def _matches(shapes: list[str], value: str) -> bool:
     ("The date range, formatted as 'YYYY-MM-DD to YYYY-MM-DD'.", "2023-10-01 to 2023-10-07", "2023-10-01"),
     ('Due "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM".', "2027-01-02T09:30", "2027-01-02 09:30"),
     ("Phone numbers to text.", "+1 415 555 0199", "Sid"),
+    ("Start time, 12-hour clock hh:mm AM/PM (e.g. 02:30 PM).", "04:15 PM", "16:15"),
+    ("When to fire, MM/DD/YYYY hh:mm AM/PM.", "09/22/2027 04:15 PM", "09/22/2027 04:15"),
+    ("Time as 'hh:mm am/pm'.", "09:05 am", "09:05 AM"),
 ])
 def test_a_stated_shape_is_kept_and_a_value_outside_it_is_not(description: str, good: str, bad: str) -> None:
     shapes = _shapes(description)

@@ -65,6 +65,8 @@ def one(request: str, today: dt.date = TUE, now: dt.time | None = None) -> str:
         ("next year", TUE, "2027-01-01"),
         ("end of the month", TUE, "2026-12-31"),
         ("end of the month", dt.date(2028, 2, 10), "2028-02-29"),
+        ("on the last day of this month", TUE, "2026-12-31"),
+        ("the last day of next month", TUE, "2027-01-31"),
         ("end of the month", dt.date(2027, 2, 10), "2027-02-28"),
         ("by the end of next month", dt.date(2027, 1, 31), "2027-02-28"),
         ("end of the year", TUE, "2026-12-31"),
@@ -345,6 +347,9 @@ UNIX_DT = str(int(dt.datetime(2026, 12, 2, 10, tzinfo=dt.UTC).timestamp()))
         (DT, {"type": "string"}, "", "2026-12-02T10:00"),  # no hint: ISO
         (D, {"type": "string"}, "", "2026-12-02"),
         (T, {"type": "string"}, "Day as YYYY-MM-DD", "10:00"),  # no date to show: as is
+        (DT, {"type": "string"}, "Start time, 12-hour clock hh:mm AM/PM (e.g. 02:30 PM)", "10:00 AM"),
+        (GroundedValue("at 4:15pm", "datetime", "2026-12-02T16:15", 0, 9), {"type": "string"},
+         "When, MM/DD/YYYY hh:mm AM/PM", "12/02/2026 04:15 PM"),
         (GroundedValue("a@b.co", "email", "a@b.co", 0, 6), {"format": "date"}, "", "a@b.co"),
     ],
 )
@@ -375,6 +380,13 @@ REQUEST = "Email ana@corp.io the menu ~/menu.pdf tomorrow at 10, call +1 555-123
 )
 def test_values_for_parameter(schema: dict[str, object], description: str, expected: list[str]) -> None:
     assert values_for_parameter(ground(REQUEST, TUE), schema, description) == expected
+
+
+def test_a_day_is_no_value_for_a_time_of_day() -> None:
+    """"On Saturday" gives no start time: midnight would be made up (a 12-hour time of day, or a 24-hour one)."""
+    for description in ("Start time, hh:mm AM/PM", "Start time, HH:MM"):
+        assert values_for_parameter([D], {"type": "string"}, description) == []
+    assert values_for_parameter([D], {"type": "string"}, "When, MM/DD/YYYY hh:mm AM/PM") == ["12/02/2026 12:00 AM"]
 
 
 def test_values_for_parameter_dedupes() -> None:

@@ -385,6 +385,13 @@ def test_one_contact_card_finds_both_kinds_and_is_written_in_for_either() -> Non
     tools = _card_tools()
     assert lookup_kinds(tools["people_card"]) == {"email", "phone"} and lookup_kind(tools["people_card"]) == "contact"
     assert not lookup_kinds(tools["sms"]) and not lookup_kinds(tools["post"])
+    # a lookup whose enum picks the kind finds both, though its description names e-mail first
+    picks = ToolRegistry.from_openai([openai_fn(
+        "contact-lookup", "Resolves a person in the address book and returns ONE value for them: the e-mail address "
+        "or the phone number, as chosen by ret_field.",
+        {"contact_name": {"type": "string", "description": "Name of the person."},
+         "ret_field": {"type": "string", "enum": ["email", "phone"]}}, ["contact_name", "ret_field"])])
+    assert lookup_kinds(picks["contact-lookup"]) == {"email", "phone"}
     request = "Text my brother we'll meet at 2 and email Ana the plan"
     plan = Plan(calls=(Call(1, "sms", {"to": "1234567890", "txt": "We'll meet at 2."}),
                        Call(2, "post", {"to": ["ana@example.com"], "subject": "Plan", "body": "The plan."})))

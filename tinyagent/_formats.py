@@ -26,14 +26,16 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["NAME_WORDS", "affirmed", "date_patterns", "described_kind", "identifier_kind", "string_shapes",
+__all__ = ["DATE_PATTERN", "MERIDIEM", "NAME_WORDS", "affirmed", "date_patterns", "described_kind", "identifier_kind", "string_shapes",
            "with_identifier_formats", "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
-_DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?![A-Za-z])")
+# A 12-hour clock's marker after the fields ("hh:mm AM/PM"): it is part of the pattern, not text after it.
+MERIDIEM = r"(?:AM/PM|am/pm|AM|PM|am|pm)"
+DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?: ?{MERIDIEM})?(?![A-Za-z])")
 _QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"|`([^`\n]{1,40})`|\u201c([^\u201d\n]{1,40})\u201d")
 _FORMAT_BEFORE = re.compile(r"\b(?:format(?:ted)?|pattern)\b[^;'\"`\u201c]{0,24}$", re.IGNORECASE)
-_TEMPLATE = re.compile(rf"(?:{_TOKEN}|[-/.:T, ]|\b(?:to|and|until|through)\b)+")
+_TEMPLATE = re.compile(rf"(?:{_TOKEN}|{MERIDIEM}|[-/.:T, ]|\b(?:to|and|until|through)\b)+")
 _DIGIT_EXAMPLE = re.compile(r"\d+(?:[-/.: ]\d+)+")
 _PLACEHOLDER_PART = r"[A-Z][A-Za-z]*(?: [A-Za-z]+)*(?: \([A-Za-z]+\))?"
 _PLACEHOLDER = re.compile(rf"{_PLACEHOLDER_PART}(?:(?:, | - |/| / |; ){_PLACEHOLDER_PART})+")
@@ -68,7 +70,7 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
     covered = []
     for match in _QUOTED.finditer(text):
         quoted = next(g for g in match.groups() if g is not None)
-        if _DATE_PATTERN.search(quoted) and _TEMPLATE.fullmatch(quoted):
+        if DATE_PATTERN.search(quoted) and _TEMPLATE.fullmatch(quoted):
             shapes.append(_date_shape(quoted))  # 'YYYY-MM-DD to YYYY-MM-DD' as a whole
             covered.append(range(match.start(), match.end()))
             continue
@@ -78,7 +80,7 @@ def string_shapes(schema: Mapping[str, Any], description: str = "") -> list[str]
             shapes.append(_digit_shape(quoted))
         elif _PLACEHOLDER.fullmatch(quoted):
             shapes.append(_placeholder_shape(quoted))
-    for written in _DATE_PATTERN.finditer(text):
+    for written in DATE_PATTERN.finditer(text):
         if not any(written.start() in span for span in covered):
             shapes.append(_date_shape(written.group()))
     if not shapes and not NAME_WORDS.search(text):
@@ -100,7 +102,7 @@ def date_patterns(schema: Mapping[str, Any], description: str = "") -> list[str]
     ``["YYYY-MM-DD HH:MM:SS", "YYYY-MM-DD"]`` for "formatted YYYY-MM-DD HH:MM:SS, or YYYY-MM-DD for an all-day
     task"."""
     text = " ".join(s for s in (description, str(schema.get("description", ""))) if s)
-    return list(dict.fromkeys(m.group() for m in _DATE_PATTERN.finditer(text)))
+    return list(dict.fromkeys(m.group() for m in DATE_PATTERN.finditer(text)))
 
 
 def identifier_kind(schema: Mapping[str, Any]) -> str | None:
@@ -209,12 +211,30 @@ def written_identifiers(text: str) -> dict[str, list[str]]:
 
 
 def _date_shape(pattern: str) -> str:
-    """``YYYY-MM-DD HH:mm`` (or ``YYYY-MM-DD to YYYY-MM-DD``) -> digits of each field's width, the rest as
-    written."""
-    parts = []
-    for tok in re.findall(rf"{_TOKEN}|.", pattern):
-        parts.append(f"[0-9]{{{len(tok)}}}" if re.fullmatch(_TOKEN, tok) else _literal(tok))
+    """``YYYY-MM-DD HH:mm`` (or ``YYYY-MM-DD to YYYY-MM-DD``, ``MM/DD/YYYY hh:mm AM/PM``) -> the digits each field
+    can hold (a month 01-12, a day 01-31, an hour 00-23, minutes 00-59), the rest as written. A planner that starts
+    a documented ``MM/DD/YYYY`` date the ISO way ("20...") is held to a month. On a 12-hour clock the hour may
+    still be written 13-23 ("16:15 PM": a small planner's habit; the repairs write it "04:15 PM"), not forced to a
+    wrong hour ("12:15 PM")."""
+    parts: list[str] = []
+    tokens = re.findall(rf"{_TOKEN}|{MERIDIEM}|.", pattern)
+    twelve = any(re.fullmatch(MERIDIEM, t) for t in tokens)
+    for i, tok in enumerate(tokens):
+        if re.fullmatch(MERIDIEM, tok):
+            am, pm = ("am", "pm") if tok.islower() else ("AM", "PM")
+            parts.append(f"({_literal(am)} | {_literal(pm)})")
+        elif re.fullmatch(_TOKEN, tok):
+            minutes = tok in ("MM", "mm") and i > 0 and tokens[i - 1] == ":"
+            parts.append(_FIELD_DIGITS.get("min" if minutes else "12h" if twelve and tok in ("HH", "hh") else tok,
+                                           f"[0-9]{{{len(tok)}}}"))
+        else:
+            parts.append(_literal(tok))
     return " ".join(parts)
+
+
+_FIELD_DIGITS = {"YYYY": "[0-9]{4}", "MM": '("0" [1-9] | "1" [0-2])', "DD": '("0" [1-9] | [12] [0-9] | "3" [01])',
+                 "HH": '([01] [0-9] | "2" [0-3])', "hh": '([01] [0-9] | "2" [0-3])', "12h": '([01] [0-9] | "2" [0-3])',
+                 "mm": "[0-5] [0-9]", "min": "[0-5] [0-9]", "SS": "[0-5] [0-9]", "ss": "[0-5] [0-9]"}
 
 
 def _digit_shape(example: str) -> str:

@@ -10,26 +10,31 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._formats import DATE_PATTERN, MERIDIEM
 from ._grounding import GroundedValue, Kind
 
 __all__ = ["format_for_schema", "grounding_note", "strftime_pattern", "values_for_parameter"]
 
 _FMT_TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
-_FMT_IN_TEXT = re.compile(rf"(?<![A-Za-z]){_FMT_TOKEN}(?:(?:[-/.:T]| T |\s)?{_FMT_TOKEN})+(?![A-Za-z])",
-                          re.IGNORECASE)
+_FMT_IN_TEXT = re.compile(DATE_PATTERN.pattern, re.IGNORECASE)  # "yyyy-mm-dd" too
 _ISO_EXAMPLE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:(?P<sep>[T ])\d{2}:\d{2}(?P<s>:\d{2})?)?\b")
 _TIME_WORD = re.compile(r"\b(?:time(?!\s*zone)|times of day|datetime|hour|clock)\b", re.IGNORECASE)
 _UNIX = re.compile(r"\b(?:unix|epoch|posix)\b", re.IGNORECASE)
 
 
 def strftime_pattern(fmt: str) -> str:
-    """Translate "YYYY-MM-DD HH:MM:SS" into a strftime pattern (MM after an hour field means minutes)."""
+    """Translate "YYYY-MM-DD HH:MM:SS" into a strftime pattern (MM after an hour field means minutes); with a
+    12-hour marker ("MM/DD/YYYY hh:mm AM/PM") the hour is %I and the marker %p."""
+    twelve = re.search(rf"{MERIDIEM}$", fmt) is not None
     out, seen_hour = [], False
-    for tok in re.findall(rf"{_FMT_TOKEN}|.", fmt, re.IGNORECASE):
+    for tok in re.findall(rf"{MERIDIEM}$|{_FMT_TOKEN}|.", fmt, re.IGNORECASE):
         up = tok.upper()
         if up == "HH":
             seen_hour = True
-        out.append({"YYYY": "%Y", "YY": "%y", "DD": "%d", "HH": "%H", "SS": "%S",
+        if twelve and re.fullmatch(MERIDIEM, tok):
+            out.append("%p")
+            continue
+        out.append({"YYYY": "%Y", "YY": "%y", "DD": "%d", "HH": "%I" if twelve else "%H", "SS": "%S",
                     "MM": "%M" if seen_hour else "%m"}.get(up, tok))
     return "".join(out)
 
@@ -123,6 +128,8 @@ def values_for_parameter(values: Sequence[GroundedValue], schema: Mapping[str, A
             kinds |= wanted
     out: list[str] = []
     for v in values:
+        if v.kind == "date" and re.fullmatch(r"(?:%[HIMSp]|[^%])*", _target(schema, description)):
+            continue  # a day where only a time of day goes ("hh:mm AM/PM"): midnight would be made up
         if v.kind in kinds:
             literal = format_for_schema(v, schema, description)
             if literal not in out:

@@ -11,8 +11,9 @@ Rules (documented once, here):
   `today` (so always 1-7 days ahead). "this <weekday>" is that weekday in the current Monday-Sunday week (it may be
   in the past); "last <weekday>" is the most recent one strictly before `today`.
 - "next week" is the Monday of next week, "next month" the 1st of next month, "next year" January 1st;
-  "end of the month" / "end of the year" the last day of the current month / year; "this weekend" / "the weekend"
-  the Saturday on or after today (yesterday on a Sunday), "next weekend" a week later.
+  "end of the month" / "end of the year" (or "the last day of" them) the last day of the current month / year;
+  "this weekend" / "the weekend" the Saturday on or after today (yesterday on a Sunday), "next weekend" a week
+  later.
 - A month and day without a year ("December 3rd", "3 Dec") is the next occurrence on or after `today`.
 - Slash dates are ambiguous (12/03: March or December?) and are skipped unless year-first (2026/12/03).
 - "tonight" is today at 20:00 unless a time is given; with tonight/afternoon/evening an hour under 12 is PM
@@ -314,7 +315,8 @@ _DATE_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], dt.date], dt.
         (rf"\b{_NUM}\s+(?P<unit>day|week|month|year)s?\s+(?:from\s+(?:now|today)|later|(?P<ago>ago))\b", _offset),
         (r"\b(?P<which>next|this|last)\s+(?P<unit>week|month|year)\b", _period_start),
         (r"\b(?:(?:over\s+)?the|(?P<which>this|next))\s+weekend\b", _weekend),
-        (r"\b(?:by\s+)?(?:the\s+)?end\s+of\s+(?:the\s+|this\s+|(?P<nxt>next)\s+)?(?P<unit>month|year)\b", _end_of),
+        (r"\b(?:by\s+|on\s+)?(?:the\s+)?(?:end|last\s+day)\s+of\s+(?:the\s+|this\s+|(?P<nxt>next)\s+)?"
+         r"(?P<unit>month|year)\b", _end_of),
     )
 )
 

@@ -42,7 +42,10 @@ KIND_WORDS = {"phone": "phone numbers", "email": "e-mail addresses"}
 # "email" with two letters swapped, one dropped or one doubled (not "mail", "emails", "female")
 _EMAIL_TYPO = re.compile(r"\b(?:emial|eamil|meail|emali|emai|emal|eail|emil|e-mial|e-mal|eemail|emmail|emaill)"
                          r"(?:ed|s)?\b", re.IGNORECASE)
-_SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?)\b", re.IGNORECASE)
+_SENDS = re.compile(r"\b(?:sends?|deliver(?:s|ed)?|forwards?|compose[sd]?|dispatch(?:es|ed)?)\b", re.IGNORECASE)
+# A name that says it sends ("sms-message-send", "sendSmsText", "DispatchEmail"), where the description does not.
+_SENDS_BY_NAME = re.compile(r"(?:^|[^a-z])(?:send|deliver|forward|dispatch)(?:[^a-z]|$)|^(?:send|dispatch)",
+                            re.IGNORECASE)
 # A clause that opens with a verb of sending ("Text Jordan ...", "... and email her the menu", "Let Dariusz know by
 # text"), not a mention of the channel ("I need the email for Maria", "Invite ann@x.org to lunch"), nor a note to the
 # user ("ping me at 7pm to pack": a reminder).
@@ -75,10 +78,11 @@ def asked_channel(request: str) -> str | None:
 
 
 def senders(tools: Iterable[Tool]) -> dict[str, frozenset[str]]:
-    """The tools that send messages, each with the identifier kinds its required parameters take."""
+    """The tools that send messages (by their description, else their name), each with the identifier kinds its
+    required parameters take."""
     out = {}
     for tool in tools:
-        if not _SENDS.search(tool.description or ""):
+        if not _SENDS.search(tool.description or "") and not _SENDS_BY_NAME.search(tool.name):
             continue
         props: Mapping[str, Any] = tool.parameters.get("properties") or {}
         kinds = frozenset(k for name in tool.required if isinstance(s := props.get(name), Mapping)

@@ -181,7 +181,9 @@ def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -
 # Idioms that ask for an act without its verb (English words, no tool's name): "how do you say X in Portuguese".
 _IDIOMS = ((re.compile(r"\bhow (?:do|would|can|to) (?:you |i |we )?say\b", re.IGNORECASE), "translate"),)
 # Verbs whose act vendors name with other words (English words, no tool's name).
-_SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"), "summarize": ("digest", "condense")}
+_SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"), "summarize": ("digest", "condense"),
+             "answer": ("reply", "respond"), "respond": ("reply",),
+             "block": ("calendar", "schedule")}  # ("block 9 to 11 this Friday")
 
 
 def _actions(description: str) -> list[str]:

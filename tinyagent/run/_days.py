@@ -26,7 +26,7 @@ from .._grounding import ground
 from .._plan import Call
 from .._tools import Tool
 
-__all__ = ["RequestDays", "date_only", "in_the_named_year", "on_the_named_day"]
+__all__ = ["RequestDays", "date_only", "in_the_named_year", "on_the_named_day", "on_the_12_hour_clock"]
 
 _MIDNIGHT = re.compile(r"0{1,2}(?:[:.]0{2}){1,2}")
 _ISO_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
@@ -89,36 +89,100 @@ def date_only(call: Call, tools: Mapping[str, Tool], days: RequestDays) -> Call:
     return call if args == dict(call.args) else Call(call.id, call.name, args)
 
 
-def on_the_named_day(call: Call, days: RequestDays) -> Call:
-    """``call`` with each ISO date (or date-time) argument on another day than the one day the request names moved
+def on_the_named_day(call: Call, days: RequestDays, tools: Mapping[str, Tool] | None = None) -> Call:
+    """``call`` with each date (or date-time) argument on another day than the one day the request names moved
     to that day, its time kept; unchanged when the request names no day or several, counts one day from another
     (:attr:`RequestDays.counted`), or when the call already passes the named day elsewhere (an end a few days
-    after a start), in any year ("April 15th" has none)."""
+    after a start), in any year ("April 15th" has none). Dates are ISO, or in a form the parameter's description
+    documents ("MM/DD/YYYY hh:mm AM/PM"), which the moved date keeps."""
     if len(days.named) != 1 or days.counted:
         return call
     (day,) = days.named
-    moments = {name: m for name, value in call.args.items()
-               if isinstance(value, str) and (m := _ISO_MOMENT.fullmatch(value.strip()))}
-    found = {_day(m.group(1)) for m in moments.values()}
+    moments = _moments(call, tools)
+    found = {m.day for m in moments.values()}
     if not moments or None in found or any(d is not None and (d.month, d.day) == (day.month, day.day) for d in found):
         return call  # the day is passed already (in whatever year the planner took a year-less date to be)
     args = dict(call.args)
     for name, m in moments.items():
-        args[name] = day.isoformat() + m.string.strip()[10:]
+        args[name] = m.on(day)
     return Call(call.id, call.name, args)
 
 
-def in_the_named_year(call: Call, days: RequestDays) -> Call:
-    """``call`` with an ISO date (or date-time) on a day the request names, but in a year a century or more away
+def in_the_named_year(call: Call, days: RequestDays, tools: Mapping[str, Tool] | None = None) -> Call:
+    """``call`` with a date (or date-time) on a day the request names, but in a year a century or more away
     from it (``1330-05-20T15:15`` for "in 90 minutes" on 2027-05-20: the hour read as a year), put in the named
     day's year. A nearer year stays: a year-less "April 3rd" may be meant in another year than the next."""
     args = dict(call.args)
+    for name, m in _moments(call, tools).items():
+        same = [d for d in days.named if m.day is not None and (d.month, d.day) == (m.day.month, m.day.day)]
+        if m.day is not None and len(same) == 1 and abs(same[0].year - m.day.year) >= 100:
+            args[name] = m.on(same[0])
+    return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
+@dataclass(frozen=True)
+class _Moment:
+    """A date argument: its day (None: not a real date) and how to write it on another day."""
+
+    text: str
+    day: dt.date | None
+    pattern: str = ""  # a strftime pattern the parameter documents; "" for ISO
+
+    def on(self, day: dt.date) -> str:
+        if not self.pattern:
+            return day.isoformat() + self.text[10:]
+        moment = dt.datetime.strptime(self.text, self.pattern)
+        return moment.replace(year=day.year, month=day.month, day=day.day).strftime(self.pattern)
+
+
+def _moments(call: Call, tools: Mapping[str, Tool] | None) -> dict[str, _Moment]:
+    """The call's date arguments: ISO, or in a form with a day that the parameter's description documents."""
+    tool = tools.get(call.name) if tools else None
+    props: Mapping[str, Any] = tool.parameters.get("properties", {}) if tool else {}
+    out = {}
     for name, value in call.args.items():
-        m = _ISO_MOMENT.fullmatch(value.strip()) if isinstance(value, str) else None
-        day = _day(m.group(1)) if m else None
-        same = [d for d in days.named if day is not None and (d.month, d.day) == (day.month, day.day)]
-        if m and day is not None and len(same) == 1 and abs(same[0].year - day.year) >= 100:
-            args[name] = same[0].isoformat() + m.string.strip()[10:]
+        if not isinstance(value, str):
+            continue
+        if m := _ISO_MOMENT.fullmatch(value.strip()):
+            out[name] = _Moment(m.string.strip(), _day(m.group(1)))
+            continue
+        for pattern in date_patterns(props.get(name, {})):
+            form = strftime_pattern(pattern)
+            if not re.search(r"%[dm]", form):
+                continue
+            try:
+                moment = dt.datetime.strptime(value.strip(), form)
+            except ValueError:
+                continue
+            out[name] = _Moment(value.strip(), moment.date(), form)
+            break
+    return out
+
+
+_CLOCK = re.compile(r"\b(?P<h>\d{1,2}):(?P<m>\d{2})(?P<s>:\d{2})?(?P<sp> ?)(?P<ap>AM|PM|am|pm)\b")
+
+
+def on_the_12_hour_clock(call: Call, tools: Mapping[str, Tool]) -> Call:
+    """``call`` with each time written on a 24-hour clock where the parameter documents a 12-hour one
+    ("hh:mm AM/PM"): ``16:15 PM`` is ``04:15 PM``, ``00:30 AM`` is ``12:30 AM`` (the hour says which half of
+    the day; a planner's marker after it does not)."""
+    tool = tools.get(call.name)
+    props: Mapping[str, Any] = tool.parameters.get("properties", {}) if tool else {}
+    args = dict(call.args)
+    for name, value in call.args.items():
+        if not isinstance(value, str) or not any(re.search(r"(?:AM|PM|am|pm)$", p)
+                                                 for p in date_patterns(props.get(name, {}))):
+            continue
+
+        def twelve(m: re.Match[str]) -> str:
+            hour = int(m.group("h"))
+            if hour not in (0, *range(13, 24)):
+                return m.group()
+            half = "PM" if hour >= 12 else "AM"
+            half = half.lower() if m.group("ap").islower() else half
+            return f"{(hour % 12) or 12:0{len(m.group('h'))}d}:{m.group('m')}{m.group('s') or ''}{m.group('sp')}{half}"
+
+        args[name] = _CLOCK.sub(twelve, value)
     return call if args == dict(call.args) else Call(call.id, call.name, args)
 
 

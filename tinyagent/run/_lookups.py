@@ -49,6 +49,8 @@ def finds_kinds(tool: Tool | None) -> frozenset[str]:
     address and phone number"): a description that speaks of e-mail and of a phone, of a tool whose only required
     required parameter that is free text names someone ("A name or a saved relation"; others may pick from an enum:
     ``want: "email" | "phone"``)."""
+    if tool is not None and _picks_either(tool):
+        return frozenset({"email", "phone"})
     one = finds_kind(tool)
     if one is not None or tool is None:
         return frozenset({one} if one else ())
@@ -61,6 +63,16 @@ def finds_kinds(tool: Tool | None) -> frozenset[str]:
     if len(texts) != 1 or not NAME_WORDS.search(f"{texts[0][0]} {texts[0][1].get('description', '')}"):
         return frozenset()
     return frozenset({"email", "phone"})
+
+
+def _picks_either(tool: Tool) -> bool:
+    """A lookup whose one free-text required parameter names someone and whose other required parameters pick
+    the kind to return, e-mail or phone (``ret_field: "email" | "phone"``), whatever its description says first."""
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    person = one_text_param(tool, choices=True)
+    if person is None or not NAME_WORDS.search(f"{person} {(props.get(person) or {}).get('description', '')}"):
+        return False
+    return all(kind_choices(tool, person, kind) for kind in KIND_NAMES)
 
 
 _SPEAKS_OF = {"email": re.compile(r"e-?mail|\baddress|\bcontact|\breach\b", re.IGNORECASE),

@@ -33,7 +33,7 @@ from ._channels import asked_channel, channel_problem
 from ._choices import named_choices
 from ._clauses import topic_words
 from ._dangling import cut_plan_text, dangling_problem, hoist_named_steps
-from ._days import RequestDays, date_only, in_the_named_year, on_the_named_day
+from ._days import RequestDays, date_only, in_the_named_year, on_the_12_hour_clock, on_the_named_day
 from ._durations import fix_durations
 from ._items import item_problem, unattached_problem
 from ._lookups import finds_kinds, lookup_kind, lookup_kinds, mismatched_refs, speaks_of, swap_lookups
@@ -519,7 +519,8 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     """One call through the repairs that are on: :func:`~._dangling.cut_plan_text`, :func:`quoted_refs` and
     :func:`~._sources.swap_sourced_refs` (always), :func:`invented_refs` and :func:`use_given_identifiers`
     (``given``), :func:`drop_ungrounded_optionals` (``grounding``: the request as the planner saw it, with its
-    resolved dates), then :func:`~._days.on_the_named_day` and :func:`~._days.date_only` (``days``: the request's)."""
+    resolved dates), then :func:`~._days.on_the_12_hour_clock`, :func:`~._days.on_the_named_day` and
+    :func:`~._days.date_only` (``days``: the request's)."""
     call = quoted_refs(cut_plan_text(call, earlier, tools), earlier, tools, given.request if given is not None else "")
     call = swap_sourced_refs(call, earlier, tools)
     if given is not None:
@@ -527,7 +528,8 @@ def repair_call(call: Call, earlier: Mapping[int, Call], given: GivenIdentifiers
     if grounding is not None:
         call = drop_ungrounded_optionals(call, tools, grounding)
     days = days or RequestDays()
-    return date_only(on_the_named_day(in_the_named_year(wrap_bare_refs(call, tools), days), days), tools, days)
+    call = on_the_12_hour_clock(in_the_named_year(wrap_bare_refs(call, tools), days, tools), tools)
+    return date_only(on_the_named_day(call, days, tools), tools, days)
 
 
 def repair_plan(plan: Plan, planner: ModelRequest, query: str, today: dt.date, tools: Mapping[str, Tool], *,

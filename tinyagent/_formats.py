@@ -26,8 +26,8 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["DATE_PATTERN", "MERIDIEM", "NAME_WORDS", "affirmed", "date_patterns", "described_kind", "identifier_kind", "string_shapes",
-           "with_identifier_formats", "written_identifiers"]
+__all__ = ["DATE_PATTERN", "MERIDIEM", "NAME_WORDS", "affirmed", "date_patterns", "described_kind", "identifier_kind",
+           "string_shapes", "with_identifier_formats", "written_identifiers"]
 
 _TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 # A 12-hour clock's marker after the fields ("hh:mm AM/PM"): it is part of the pattern, not text after it.

@@ -493,6 +493,7 @@ def test_a_plan_of_two_tools_for_two_asked_actions_is_not_refused() -> None:
     ("Book us a table for four at Lucio's on Saturday around 8, please.", "book or reserve something"),
     ("pay the electricity bill from my current account, it's due friday", "pay or transfer money"),
     ("It's freezing in here, turn the heating up to 22 in the living room.", "control a device"),
+    ("Turn the living room thermostat down to 68.", "control a device"),  # (a reminder "on the user's devices")
     ("Cancel my dentist appointment on Friday.", "remove something"),
     ("Book the dentist and put it on my calendar for Friday", None),  # a second clause a tool may serve
     ("Book a table at Lucio's and text Bo that we're on", None),  # the text can still go
@@ -512,6 +513,7 @@ def test_a_request_for_an_action_no_offered_tool_does_fits_no_tool(request_text:
         openai_fn("cal_add", "Creates an event on the calendar.", {"title": TEXT}, ["title"]),
         openai_fn("sms", "Sends an SMS to phone numbers.", {"to": TEXT}, ["to"]),
         openai_fn("route", "Turn-by-turn route with travel time.", {"dst": TEXT}, ["dst"]),
+        openai_fn("remind", "Schedules a push reminder on the user's devices.", {"what": TEXT}, ["what"]),
     ])
     assert unserved_action(request_text, tools) == unserved
     audio = ToolRegistry.from_openai([openai_fn("set_volume", "Set the global volume for all audio playback.",

@@ -563,6 +563,7 @@ def test_a_lookup_of_no_name_gives_way_to_the_one_number_the_request_writes() ->
     ("messageId of the message being answered (from mail_inbox_search).", "Replies.", "mail_inbox_search"),
     ("Place name, or a file id from drive_files_find.", "Reads.", None),  # one source of two: literals pass
     ("As typed by the user or as returned by drive_files_find.", "Reads.", "drive_files_find"),
+    ("Message id.", "Needs the mid of the message (get it from mail_inbox_search).", "mail_inbox_search"),
 ])
 def test_a_parameters_source_is_the_tool_its_registry_words_name(param: str, owner_text: str,
                                                                   source: str | None) -> None:
@@ -629,6 +630,17 @@ def test_references_that_went_to_each_others_places_are_exchanged() -> None:
     assert swap_sourced_refs(Call(4, "reply", {"mid": Ref(1), "body": "x"}), two, tools).args["mid"] == Ref(1)
     used = {**earlier, 3: Call(3, "reply", {"mid": Ref(2), "body": "x"})}  # the one search is answered already
     assert swap_sourced_refs(Call(4, "reply", {"mid": Ref(1), "body": "y"}), used, tools).args["mid"] == Ref(1)
+    # a list that holds one reference: "send the summary plus the file itself", the two swapped, lists kept
+    mail = ToolRegistry.from_openai([
+        openai_fn("file-search", "Finds a file.", {"q": TEXT}, ["q"]),
+        openai_fn("document-summarize", "Summarises a file.", {"fid": TEXT}, ["fid"]),
+        openai_fn("send", "Sends.", {"body": TEXT, "attach_ids": {
+            "type": "array", "items": TEXT, "description": "File ids to attach, as returned by file-search."}},
+            ["body"]),
+    ])
+    files = {1: Call(1, "file-search", {"q": "proposal"}), 2: Call(2, "document-summarize", {"fid": Ref(1)})}
+    fixed = swap_sourced_refs(Call(3, "send", {"body": Ref(1), "attach_ids": [Ref(2)]}), files, mail)
+    assert fixed.args == {"body": Ref(2), "attach_ids": [Ref(1)]}
 
 
 def test_a_step_passing_an_address_where_its_tool_takes_none_is_left_out() -> None:

@@ -321,10 +321,10 @@ _ACTIONS = (
      re.compile(r"\b(?:order|buy|purchas|shop|cart|checkout)", re.IGNORECASE)),
     ("pay or transfer money", re.compile(_OPENS + r"(?:pay|transfer)\b", re.IGNORECASE),
      re.compile(r"\b(?:pay|transfer|bank|invoice|bill)", re.IGNORECASE)),
-    ("control a device", re.compile(_OPENS + r"(?:turn|switch|dim)\s+(?:\w+\s+){0,3}?(?:on|off|up|down)\b",
+    ("control a device", re.compile(_OPENS + r"(?:turn|switch|dim)\s+(?:\w+\s+){0,5}?(?:on|off|up|down)\b",
                                     re.IGNORECASE),
-     re.compile(r"\b(?:turns?\s+(?:\w+\s+)?(?:on|off|up|down)\b|switch|dim|thermostat|heat|light|lamp|device|applianc"
-                r"|audio|sound|brightness|speaker|mute)", re.IGNORECASE)),
+     re.compile(r"\b(?:turns?\s+(?:\w+\s+)?(?:on|off|up|down)\b|switch|dim|thermostat|heat|light|lamp|applianc"
+                r"|audio|sound|brightness|speaker|mute|smart.?home|controls?\b)", re.IGNORECASE)),  # (not "devices")
 )
 
 

@@ -15,7 +15,8 @@ from .._tools import Tool
 __all__ = ["documented_source", "swap_sourced_refs", "unsourced_values"]
 
 _SOURCE = re.compile(
-    r"(?:\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from|with)|comes? from|taken from)"
+    r"(?:\b(?:(?:returned|given|produced|found|obtained|output|provided) (?:by|from|with)|comes? from|taken from"
+    r"|get (?:it|them|one|this) from)"  # "Needs the msg_id of the message (get it from inbox-search)"
     r"|(?i:id|ids|identifier|path|paths|handle|token|key|url)\b from"  # "File id from drive_files_find", "fileId from"
     r"|\(from) "  # "messageId of the message being answered (from mail__inbox-search)"
     r"(?:a call to |an? |the )?`?([A-Za-z_][\w-]*(?:\.[\w-]+)*)")
@@ -114,8 +115,12 @@ def swap_sourced_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[st
     if tool is None:
         return call
     props = tool.parameters.get("properties", {})
-    single = {name: value for name, value in call.args.items()
-              if isinstance(value, Ref) and value.step in earlier}
+    single = {name: ref for name, value in call.args.items()
+              if (ref := _one_ref(value)) is not None and ref.step in earlier}
+
+    def put(name: str, ref: Ref) -> Any:  # (in a list where the call passed one: ``attach_ids=[$3]``)
+        return [ref] if isinstance(call.args[name], list) else ref
+
     for name, ref in single.items():
         source = documented_source(props.get(name, {}), tools, tool, name)
         if source is None or earlier[ref.step].name == source:
@@ -125,9 +130,16 @@ def swap_sourced_refs(call: Call, earlier: Mapping[int, Call], tools: Mapping[st
                 continue
             back = documented_source(props.get(other, {}), tools, tool, other)
             if back is None or back == earlier[ref.step].name:
-                return Call(call.id, call.name, {**call.args, name: theirs, other: ref})
+                return Call(call.id, call.name, {**call.args, name: put(name, theirs), other: put(other, ref)})
         steps = [k for k, c in earlier.items() if c.name == source]
         used = {r.step for c in [*earlier.values(), call] for r in find_refs(c.args)}
         if len(steps) == 1 and steps[0] not in used:
-            return Call(call.id, call.name, {**call.args, name: Ref(steps[0])})
+            return Call(call.id, call.name, {**call.args, name: put(name, Ref(steps[0]))})
     return call
+
+
+def _one_ref(value: Any) -> Ref | None:
+    """The reference a value is (``$3``), or holds alone (``[$3]``)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return value if isinstance(value, Ref) else None

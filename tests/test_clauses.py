@@ -187,3 +187,32 @@ def test_an_idiom_asks_for_the_act_it_stands_for() -> None:
     unserved = unserved_clause(request, tools, [Call(1, "places_near", {"q": "train station"})])
     assert unserved is not None and unserved[1] == {"text_translate"}
     assert unserved_clause(request, tools, [Call(1, "text_translate", {"text": "x", "to": "pt"})]) is None
+
+
+def test_a_search_near_a_place_and_a_question_about_a_named_thing_ask_for_their_tools() -> None:
+    """"find a winery near Napa" asks for the tool that finds places near one (by its name or description), and
+    "What's the weather ... this Saturday?" for the tool named for the weather; a route serves neither. The route
+    "there" then goes to the place found, not to the area searched."""
+    from tinyagent._plan import Plan
+    from tinyagent.run._wiring import wire_results
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("place-nearby-search", "Finds businesses around a location.", {"kind": TEXT, "near": TEXT},
+                  ["kind", "near"]),
+        openai_fn("route-get", "Turn-by-turn route between two places.", {"orig": TEXT, "dest": TEXT},
+                  ["orig", "dest"]),
+        openai_fn("weather-forecast-get", "Daily forecast for a place.", {"where": TEXT}, ["where"]),
+    ])
+    route = [Call(1, "route-get", {"orig": "San Francisco", "dest": "Napa"})]
+    near = unserved_clause("find a winery near Napa and get me directions there from San Francisco", tools, route)
+    assert near is not None and near[1] == {"place-nearby-search"}
+    asked = unserved_clause("What's the weather going to be like in Portland this Saturday?", tools, route)
+    assert asked is not None and asked[1] == {"weather-forecast-get"}
+    assert unserved_clause("What's the route to Napa?", tools, route) is None
+    request = "Is there a pharmacy near Elm Street? Get me transit directions to it from home."
+    plan = Plan(calls=(Call(1, "place-nearby-search", {"kind": "pharmacy", "near": "Elm Street"}),
+                       Call(2, "route-get", {"orig": "home", "dest": "Elm Street"})))
+    wired, _ = wire_results(plan, tools, request, request)
+    assert wired.calls[1].args["dest"] == Ref(1)
+    spelled = "Find a pharmacy near Elm Street and get me directions to Elm Street."  # no word points back
+    assert wire_results(plan, tools, spelled, spelled)[0].calls[1].args["dest"] == "Elm Street"

@@ -22,8 +22,8 @@ from .._plan import Call
 from .._tools import Tool
 
 __all__ = ["GENERIC_NAME_WORDS", "action_clauses", "clause_heads", "clause_spans", "clause_verbs", "name_words",
-           "named_clauses", "named_groups", "same_target", "spelled_out", "topic_words", "unserved_clause",
-           "verb_tools"]
+           "named_clauses", "named_groups", "near_search_tools", "same_target", "spelled_out", "topic_words",
+           "unserved_clause", "verb_tools"]
 
 # A clause opens the request, or follows a conjunction, a semicolon or a sentence's end.
 _CLAUSE = re.compile(r"(?:^|[;.!?]\s+|\s+[-\u2013\u2014]\s+|,?\s+(?:and|then|also|plus)\s+|,\s+)"  # (" - reply that")
@@ -84,14 +84,32 @@ def _clause_tools(verb: str, head: str, tools: Mapping[str, Tool]) -> tuple[str,
 
 def clause_spans(request: str, tools: Mapping[str, Tool]) -> list[tuple[int, int, str, frozenset[str]]]:
     """Every clause of the request: where it starts (its verb) and ends (the next clause), its words, and the
-    offered tools its verb names (or, after a verb that names many things, the next word; often none)."""
+    offered tools its verb names (or, after a verb that names many things, the next word; often none; for a search
+    near a place, "find a winery near Napa", the tools that find places near one)."""
     matches = list(_CLAUSE.finditer(request))
     out = []
     for i, match in enumerate(matches):
         _, named = _clause_tools(*_head(match), tools)
         end = matches[i + 1].start() if i + 1 < len(matches) else len(request)
-        out.append((match.start(1), end, request[match.start(1):end].strip(" ,;.!?"), named))
+        text = request[match.start(1):end].strip(" ,;.!?")
+        if not named and _NEAR_SEARCH.match(text):
+            named = near_search_tools(tools)
+        out.append((match.start(1), end, text, named))
     return out
+
+
+# "find a winery near Napa", "look for a pharmacy close to the office": a search for places near one (English words)
+_NEAR_SEARCH = re.compile(r"(?:find|locate|look\s+for|search\s+for|get)\s+(?:me\s+)?(?:\w+\s+){1,4}?"
+                          r"(?:near|nearby|close\s+to|around)\b", re.IGNORECASE)
+def near_search_tools(tools: Mapping[str, Tool]) -> frozenset[str]:
+    """The offered tools that find places near one: by a word of the name ("nearby") or the description ("points
+    of interest", "near a location")."""
+    return frozenset(name for name, tool in tools.items()
+                     if {"near", "nearby"} & set(name_words(name)) or _NEAR_TOOL.search(tool.description or ""))
+
+
+_NEAR_TOOL = re.compile(r"\b(?:nearby|near\s+(?:a|an|the)\s+(?:location|place|address|point)|points?\s+of\s+interest"
+                        r"|around\s+(?:a|an|the)\s+(?:location|place|address))\b", re.IGNORECASE)
 
 
 _MIN_WORDS = 3
@@ -215,11 +233,21 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
     if not called and len(named_groups(request, tools)) < 2:
         return None  # (a plan with no call is the no-tool decision's, unless two clauses name different tools)
     heads = [(verb, "") for pattern, verb in _IDIOMS if pattern.search(request)] + clause_heads(request)
-    for verb, head in dict.fromkeys(heads):
-        verb, named = _clause_tools(verb, head, tools)
+    asks = [_clause_tools(verb, head, tools) for verb, head in dict.fromkeys(heads)]
+    near = near_search_tools(tools)
+    asks += [("find a place near one", near) for _, _, text, _ in clause_spans(request, tools)
+             if _NEAR_SEARCH.match(text)]
+    asks += [(f"know the {topic}", frozenset(name for name in tools if topic in topic_words(name)))
+             for topic in map(str.lower, _ASKED_TOPIC.findall(request))]
+    for verb, named in asks:
         if named and not called & named:
             names = sorted(named)
             return (f"the request asks to {verb} (a clause opens with it), and no step does; "
                     f"{names[0] if len(names) == 1 else ', '.join(names)} {'does' if len(names) == 1 else 'do'} "
                     "that"), named
     return None
+
+
+# A question about a thing a tool is named for: "What's the weather going to be like in Portland" (English words)
+_ASKED_TOPIC = re.compile(r"\b(?:what(?:'s|\u2019s|\s+is|\s+will\s+be)|how(?:'s|\u2019s|\s+is)|check)\s+the\s+"
+                          r"([a-z]{4,})\b", re.IGNORECASE)

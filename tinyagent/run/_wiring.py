@@ -42,6 +42,7 @@ from .._tools import Tool
 from ._channels import senders
 from ._clauses import name_words, same_target
 from ._lookups import lookup_kind, lookup_kinds, one_text_param, swap_lookups
+from ._places import to_the_found_place
 from ._producers import path_source, people, sole_finder, swap_literals
 from ._repair import invented_identifiers
 from ._sources import documented_source
@@ -107,6 +108,7 @@ def wire_results(plan: Plan, tools: Mapping[str, Tool], known: str = "", request
     notes += read
     notes += _read_into_message(calls, args, tools, request)
     notes += _derived_attachments(calls, args, tools, request)
+    notes += to_the_found_place(calls, args, tools, request)
     used = {r.step for a in args.values() for r in find_refs(a)}
     for step in calls:
         producer = tools.get(step.name)

@@ -154,6 +154,9 @@ def test_a_verb_names_the_tool_whose_name_says_the_same_act_in_other_words() -> 
     note = unserved_clause("Remind me tonight at 9 to put the bins out.", tools,
                            [Call(1, "timer_countdown_start", {"mins": 180})])
     assert note is not None and note[1] == {"alerts_ping_schedule"}
+    pinged = unserved_clause("What's the drive to Logan? And ping me Friday at 2:45 PM to head out.", tools,
+                             [Call(1, "timer_countdown_start", {"mins": 180})])
+    assert pinged is not None and pinged[1] == {"alerts_ping_schedule"}  # "ping me": a reminder, not a message
 
 
 def test_answer_asks_for_a_reply_and_block_for_the_calendar() -> None:

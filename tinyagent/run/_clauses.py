@@ -197,7 +197,8 @@ def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -
 
 
 # Idioms that ask for an act without its verb (English words, no tool's name): "how do you say X in Portuguese".
-_IDIOMS = ((re.compile(r"\bhow (?:do|would|can|to) (?:you |i |we )?say\b", re.IGNORECASE), "translate"),)
+_IDIOMS = ((re.compile(r"\bhow (?:do|would|can|to) (?:you |i |we )?say\b", re.IGNORECASE), "translate"),
+           (re.compile(r"\b(?:ping|nudge|buzz)\s+me\b", re.IGNORECASE), "remind"))  # ("ping me Friday at 2:45")
 # Verbs whose act vendors name with other words (English words, no tool's name).
 _SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"), "summarize": ("digest", "condense"),
              "answer": ("reply", "respond"), "respond": ("reply",),

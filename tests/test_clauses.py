@@ -166,6 +166,7 @@ def test_answer_asks_for_a_reply_and_block_for_the_calendar() -> None:
         openai_fn("email-thread-reply", "Sends a reply on an existing message thread.", {"msg_id": TEXT}, ["msg_id"]),
         openai_fn("calendar-event-create", "Adds an event.", {"title": TEXT}, ["title"]),
         openai_fn("videomeet-room-create", "Creates a meeting room.", {"title": TEXT}, ["title"]),
+        openai_fn("calendar-day-list", "Lists the day's events.", {"day": TEXT}, ["day"]),
     ])
     assert verb_tools("answer", tools) == {"email-thread-reply"}
     assert verb_tools("block", tools) == {"calendar-event-create"}

@@ -191,6 +191,8 @@ def verb_tools(verb: str, tools: Mapping[str, Tool], *, by_name: bool = False) -
     if not out:  # ("remind" and ``alerts_ping_schedule``)
         same = _SAME_ACT.get(_BRITISH.sub(r"iz\1", verb), ())
         out = {name for name in tools if any(_says(other, name_words(name)) for other in same)}
+        if verb in _MAKES:  # ("block Friday 9 to 11": an entry made, not the day read)
+            out = {name for name in out if _MAKING & set(name_words(name))} or out
     if not out and not by_name:
         out = {name for name, tool in tools.items() if _says(verb, _actions(tool.description or ""))}
     return frozenset(out)
@@ -203,6 +205,8 @@ _IDIOMS = ((re.compile(r"\bhow (?:do|would|can|to) (?:you |i |we )?say\b", re.IG
 _SAME_ACT = {"remind": ("alert", "alarm", "notify", "notification"), "summarize": ("digest", "condense"),
              "answer": ("reply", "respond"), "respond": ("reply",),
              "block": ("calendar", "schedule")}  # ("block 9 to 11 this Friday")
+_MAKES = frozenset({"block"})  # verbs of _SAME_ACT that make an entry
+_MAKING = frozenset({"create", "add", "new", "insert", "schedule", "make", "book", "set", "put"})
 
 
 def _actions(description: str) -> list[str]:

@@ -623,3 +623,25 @@ def test_a_result_in_an_optional_place_of_a_write_is_no_stored_copy_of_a_message
                          Call(2, "notebook_append", {"page": "Sync", "txt": Ref(1)}),
                          Call(3, "mail", {"to": ["jo@x.io"], "body": Ref(1)})))
     assert len(tidy_plan(copied, tools, "Open a video room and email jo@x.io the link")[0].calls) == 2
+
+
+def test_a_route_from_a_place_to_the_same_place_goes() -> None:
+    """A replan kept beside the forecast it added: ``route(orig="Portland, Maine", dest="Portland, Maine")`` goes
+    from a place to itself (origin and destination by their names or descriptions); a conversion between two units
+    does not."""
+    from tinyagent.run._tidy import tidy_plan
+
+    tools = ToolRegistry.from_openai([
+        openai_fn("route-get", "A route.", {"orig": TEXT, "b": {**TEXT, "description": "Destination address."}},
+                  ["orig", "b"]),
+        openai_fn("forecast", "Daily forecast.", {"where": TEXT}, ["where"]),
+        openai_fn("convert", "Converts units.", {"qty": {"type": "number"}, "from_unit": TEXT, "to_unit": TEXT},
+                  ["qty", "from_unit", "to_unit"]),
+    ])
+    request = "What's the weather going to be like in Portland, Maine this Saturday?"
+    plan = Plan(calls=(Call(1, "route-get", {"orig": "Portland, Maine", "b": "portland, maine"}),
+                       Call(2, "forecast", {"where": "Portland, Maine"})))
+    assert [c.name for c in tidy_plan(plan, tools, request)[0].calls] == ["forecast"]
+    kept = Plan(calls=(Call(1, "convert", {"qty": 3, "from_unit": "kg", "to_unit": "lb"}),
+                       Call(2, "forecast", {"where": "Oslo"})))
+    assert tidy_plan(kept, tools, "3 kg in lb, and the weather in Oslo")[0] == kept

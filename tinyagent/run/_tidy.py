@@ -178,15 +178,33 @@ def tidy_plan(plan: Plan, tools: Mapping[str, Tool], request: str) -> tuple[Plan
                      "repeats an invitation)")
         calls = list(drop_replaced(calls, stray).calls)  # (nothing uses a stray read)
     unasked = _unasked_removals(calls, tools, request) | _stray_writes(calls, tools, request) | _echoes(
-        calls, tools, request) | _made_up_extras(calls, tools, request) | _stored_copies(calls, tools, request)
+        calls, tools, request) | _made_up_extras(calls, tools, request) | _stored_copies(calls, tools, request) | \
+        _to_itself(calls, tools)
     if unasked and len(unasked) < len(calls):
         notes.append(f"plan: left out step {', '.join(str(s) for s in sorted(unasked))} (the request does not ask "
-                     "for it: it removes, writes made-up text, repeats another call's words, or acts on a made-up "
-                     "value)")
+                     "for it: it removes, writes made-up text, repeats another call's words, acts on a made-up "
+                     "value, or goes from a place to the same place)")
         calls = list(drop_replaced(calls, unasked).calls)
     if not notes:
         return plan, []
     return Plan(calls=tuple(calls), answer=plan.answer), notes
+
+
+_FROM = re.compile(r"^(?:orig(?:in)?|from|start(?:ing)?|source|src|departure)(?:_|$)|^starting point", re.IGNORECASE)
+_TO = re.compile(r"^(?:dest(?:ination)?|to|target|end|arrival)(?:_|$)|^destination", re.IGNORECASE)
+
+
+def _to_itself(calls: Sequence[Call], tools: Mapping[str, Tool]) -> set[int]:
+    """Calls that go from a value to the same value: a route from "Portland, Maine" to "Portland, Maine" (an
+    origin and a destination parameter, by their names or descriptions, passed the same words)."""
+    return {call.id for call in calls if _side(call, tools, _FROM) & _side(call, tools, _TO)}
+
+
+def _side(call: Call, tools: Mapping[str, Tool], pattern: re.Pattern[str]) -> set[str]:
+    """The literal texts ``call`` passes to parameters whose name or description ``pattern`` opens."""
+    props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
+    return {" ".join(v.split()).casefold() for name, v in call.args.items() if isinstance(v, str) and v.strip()
+            and (pattern.search(name) or pattern.search(str((props.get(name) or {}).get("description", ""))))}
 
 
 def _once(items: list[Any]) -> list[Any]:

@@ -644,4 +644,4 @@ def test_a_route_from_a_place_to_the_same_place_goes() -> None:
     assert [c.name for c in tidy_plan(plan, tools, request)[0].calls] == ["forecast"]
     kept = Plan(calls=(Call(1, "convert", {"qty": 3, "from_unit": "kg", "to_unit": "lb"}),
                        Call(2, "forecast", {"where": "Oslo"})))
-    assert tidy_plan(kept, tools, "3 kg in lb, and the weather in Oslo")[0] == kept
+    assert tidy_plan(kept, tools, "Convert 3 kg to lb, and the weather in Oslo")[0] == kept

@@ -286,7 +286,8 @@ def test_the_multi_step_development_set_is_valid_and_each_gold_plan_scores_right
                                                          ("pa_fresh3", "pa_fresh3", 40),
                                                          ("pa_fresh4", "pa_fresh4", 40),
                                                          ("pa_fresh5", "pa_fresh5", 40),
-                                                         ("pa_fresh6", "pa_fresh6", 40)])
+                                                         ("pa_fresh6", "pa_fresh6", 40),
+                                                         ("pa_fresh7", "pa_fresh7", 40)])
 def test_the_held_out_sets_are_valid_and_each_gold_plan_scores_right(folder: str, tools: str, n: int) -> None:
     """The held-out sets: 16 more requests over the proxy registry (session 24), and 32 over a registry of its own
     (``pa_fresh``, session 25: other names, parameters and description style), and 40 over a third
@@ -294,8 +295,8 @@ def test_the_held_out_sets_are_valid_and_each_gold_plan_scores_right(folder: str
     snake_case names, terse parameters, one contact card for both channels), and 40 over a fifth (``pa_fresh4``:
     lowerCamelCase verb-first names, verbose snake_case parameters, two lookups), and 40 over a sixth
     (``pa_fresh5``: MCP-style ``server__action`` names, one lookup whose enum picks the channel), and 40 over a
-    seventh (``pa_fresh6``: a product prefix on every name, separate date and time), each written before it was
-    run."""
+    seventh (``pa_fresh6``: a product prefix on every name, separate date and time), and 40 over an eighth
+    (``pa_fresh7``: kebab-case noun-first names, US dates and a 12-hour clock), each written before it was run."""
     data = Path(bench.__file__).parent / "data"
     registry = load_pa_registry(data / tools / "tools.json")
     cases = load_evalset(path=data / folder / "cases.jsonl")

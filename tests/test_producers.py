@@ -454,6 +454,8 @@ def test_a_placeholder_for_a_later_steps_result_moves_that_step_before_it() -> N
     assert hoist_named_steps(needs, tools) == (list(needs), [])
     for fine in ("The video link is below.", "Make a video link", "It costs $5", "call make_video"):
         assert dangling_problem(Call(1, "post", {"to": ["a@x.io"], "body": fine}), {}, tools) is None
+    # the prompt's data marker copied as a result: a placeholder too (planned again)
+    assert dangling_problem(Call(2, "post", {"to": [Ref(1)], "body": "<<<DATA-...>>>"}), {1: calls[0]}, tools)
 
 
 def test_a_dropped_action_a_clause_asks_for_is_not_replaced_by_one_sharing_its_title() -> None:

@@ -30,7 +30,8 @@ _PLAN_TEXT = re.compile(rf"{re.escape(END_OF_PLAN)}|\bjoin\(\)|(?:^|\n)\s*\d+\.\
 _QUOTED_STEP = re.compile(r"\s*[>\[\]]{0,3}\s*\$(\d+)\b")  # ">$1", "[$1]", "][$1]", "$1" opening a value
 _CODE_AFTER = re.compile(r"\]?\s*(?:\)|,\s*\w+\s*=|#)")  # "][$1], words=1000)  # Adjust ...": the plan's own text
 _ENDS_SENTENCE = re.compile(r"[.!?)]\s*$")
-_PLACEHOLDER = re.compile(r"(?<![\w$])\$[A-Za-z](?!\w)")  # "$k": the prompt's name for a reference, no value
+# "$k": the prompt's name for a reference, no value; "<<<DATA-...>>>": the prompt's marker around results, copied
+_PLACEHOLDER = re.compile(r"(?<![\w$])\$[A-Za-z](?!\w)|<<<(?:END )?DATA-")
 _WORD = re.compile(r"[A-Za-z][a-z]*")  # a name that could be a word of a text ("translate", "Send")
 
 

@@ -72,6 +72,13 @@ any run::
     python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh6/tools.json \
         --cases benchmarks/data/pa_fresh6/cases.jsonl --output benchmarks/results/pa_fresh6.json
 
+``benchmarks/data/pa_fresh7`` holds an eighth (20 kebab-case, noun-first tools such as ``contact-lookup(contact_name,
+ret_field: "email" | "phone")`` and ``calendar-event-create(event_title, event_date, start_time, duration_hrs)``; US
+dates ``MM/DD/YYYY`` and a 12-hour clock ``hh:mm AM/PM``) and 40 requests, written in session 31 before any run::
+
+    python benchmarks/bench_pa_proxy.py --tools benchmarks/data/pa_fresh7/tools.json \
+        --cases benchmarks/data/pa_fresh7/cases.jsonl --output benchmarks/results/pa_fresh7.json
+
 ``--auto-examples`` also plans every case with the automatic examples of :func:`tinyagent.finetune.build_examples`
 (what ``tinyagent examples build --tools tools.json`` caches and ``Agent(auto_examples=True)`` then reads; built
 once into a scratch folder, outside the timed part).

@@ -387,6 +387,9 @@ def test_a_day_is_no_value_for_a_time_of_day() -> None:
     for description in ("Start time, hh:mm AM/PM", "Start time, HH:MM"):
         assert values_for_parameter([D], {"type": "string"}, description) == []
     assert values_for_parameter([D], {"type": "string"}, "When, MM/DD/YYYY hh:mm AM/PM") == ["12/02/2026 12:00 AM"]
+    assert values_for_parameter([D], {"type": "string"}, "When the event starts") == ["2026-12-02"]  # no form
+    assert values_for_parameter([D], {"type": "integer"}, "Unix timestamp of the day") == [str(int(
+        dt.datetime(2026, 12, 2, tzinfo=dt.UTC).timestamp()))]
 
 
 def test_values_for_parameter_dedupes() -> None:

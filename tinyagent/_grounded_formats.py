@@ -128,13 +128,18 @@ def values_for_parameter(values: Sequence[GroundedValue], schema: Mapping[str, A
             kinds |= wanted
     out: list[str] = []
     for v in values:
-        if v.kind == "date" and re.fullmatch(r"(?:%[HIMSp]|[^%])*", _target(schema, description)):
+        if v.kind == "date" and _time_only(_target(schema, description)):
             continue  # a day where only a time of day goes ("hh:mm AM/PM"): midnight would be made up
         if v.kind in kinds:
             literal = format_for_schema(v, schema, description)
             if literal not in out:
                 out.append(literal)
     return out
+
+
+def _time_only(target: str) -> bool:
+    """Whether a strftime pattern writes a time of day and no date ("%I:%M %p"; not "", unix or a date)."""
+    return "%" in target and not re.search(r"%[Yymd]", target)
 
 
 def grounding_note(values: Sequence[GroundedValue]) -> str:

@@ -26,16 +26,18 @@ from typing import Any
 
 from ._grounding import DATE_LIKE, identifiers
 
-__all__ = ["DATE_PATTERN", "MERIDIEM", "NAME_WORDS", "affirmed", "date_patterns", "described_kind", "identifier_kind",
-           "string_shapes", "with_identifier_formats", "written_identifiers"]
+__all__ = ["DATE_FIELD", "DATE_PATTERN", "MERIDIEM", "NAME_WORDS", "affirmed", "date_patterns", "described_kind",
+           "identifier_kind", "string_shapes", "with_identifier_formats", "written_identifiers"]
 
-_TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
+DATE_FIELD = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
+"""A field of a documented date or time pattern."""
 # A 12-hour clock's marker after the fields ("hh:mm AM/PM"): it is part of the pattern, not text after it.
 MERIDIEM = r"(?:AM/PM|am/pm|AM|PM|am|pm)"
-DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){_TOKEN}(?:(?:[-/.:T]| T |\s)?{_TOKEN})+(?: ?{MERIDIEM})?(?![A-Za-z])")
+DATE_PATTERN = re.compile(rf"(?<![A-Za-z]){DATE_FIELD}(?:(?:[-/.:T]| T |\s)?{DATE_FIELD})+(?: ?{MERIDIEM})?"
+                          r"(?![A-Za-z])")
 _QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"|`([^`\n]{1,40})`|\u201c([^\u201d\n]{1,40})\u201d")
 _FORMAT_BEFORE = re.compile(r"\b(?:format(?:ted)?|pattern)\b[^;'\"`\u201c]{0,24}$", re.IGNORECASE)
-_TEMPLATE = re.compile(rf"(?:{_TOKEN}|{MERIDIEM}|[-/.:T, ]|\b(?:to|and|until|through)\b)+")
+_TEMPLATE = re.compile(rf"(?:{DATE_FIELD}|{MERIDIEM}|[-/.:T, ]|\b(?:to|and|until|through)\b)+")
 _DIGIT_EXAMPLE = re.compile(r"\d+(?:[-/.: ]\d+)+")
 _PLACEHOLDER_PART = r"[A-Z][A-Za-z]*(?: [A-Za-z]+)*(?: \([A-Za-z]+\))?"
 _PLACEHOLDER = re.compile(rf"{_PLACEHOLDER_PART}(?:(?:, | - |/| / |; ){_PLACEHOLDER_PART})+")
@@ -217,23 +219,21 @@ def _date_shape(pattern: str) -> str:
     still be written 13-23 ("16:15 PM": a small planner's habit; the repairs write it "04:15 PM"), not forced to a
     wrong hour ("12:15 PM")."""
     parts: list[str] = []
-    tokens = re.findall(rf"{_TOKEN}|{MERIDIEM}|.", pattern)
-    twelve = any(re.fullmatch(MERIDIEM, t) for t in tokens)
+    tokens = re.findall(rf"{DATE_FIELD}|{MERIDIEM}|.", pattern)
     for i, tok in enumerate(tokens):
         if re.fullmatch(MERIDIEM, tok):
             am, pm = ("am", "pm") if tok.islower() else ("AM", "PM")
             parts.append(f"({_literal(am)} | {_literal(pm)})")
-        elif re.fullmatch(_TOKEN, tok):
+        elif re.fullmatch(DATE_FIELD, tok):
             minutes = tok in ("MM", "mm") and i > 0 and tokens[i - 1] == ":"
-            parts.append(_FIELD_DIGITS.get("min" if minutes else "12h" if twelve and tok in ("HH", "hh") else tok,
-                                           f"[0-9]{{{len(tok)}}}"))
+            parts.append(_FIELD_DIGITS.get("min" if minutes else tok, f"[0-9]{{{len(tok)}}}"))
         else:
             parts.append(_literal(tok))
     return " ".join(parts)
 
 
 _FIELD_DIGITS = {"YYYY": "[0-9]{4}", "MM": '("0" [1-9] | "1" [0-2])', "DD": '("0" [1-9] | [12] [0-9] | "3" [01])',
-                 "HH": '([01] [0-9] | "2" [0-3])', "hh": '([01] [0-9] | "2" [0-3])', "12h": '([01] [0-9] | "2" [0-3])',
+                 "HH": '([01] [0-9] | "2" [0-3])', "hh": '([01] [0-9] | "2" [0-3])',  # (on a 12-hour clock too)
                  "mm": "[0-5] [0-9]", "min": "[0-5] [0-9]", "SS": "[0-5] [0-9]", "ss": "[0-5] [0-9]"}
 
 

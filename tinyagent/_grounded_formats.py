@@ -10,12 +10,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._formats import DATE_PATTERN, MERIDIEM
+from ._formats import DATE_FIELD, DATE_PATTERN, MERIDIEM
 from ._grounding import GroundedValue, Kind
 
 __all__ = ["format_for_schema", "grounding_note", "strftime_pattern", "values_for_parameter"]
 
-_FMT_TOKEN = r"(?:YYYY|YY|MM|DD|HH|hh|mm|SS|ss)"
 _FMT_IN_TEXT = re.compile(DATE_PATTERN.pattern, re.IGNORECASE)  # "yyyy-mm-dd" too
 _ISO_EXAMPLE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:(?P<sep>[T ])\d{2}:\d{2}(?P<s>:\d{2})?)?\b")
 _TIME_WORD = re.compile(r"\b(?:time(?!\s*zone)|times of day|datetime|hour|clock)\b", re.IGNORECASE)
@@ -27,7 +26,7 @@ def strftime_pattern(fmt: str) -> str:
     12-hour marker ("MM/DD/YYYY hh:mm AM/PM") the hour is %I and the marker %p."""
     twelve = re.search(rf"{MERIDIEM}$", fmt) is not None
     out, seen_hour = [], False
-    for tok in re.findall(rf"{MERIDIEM}$|{_FMT_TOKEN}|.", fmt, re.IGNORECASE):
+    for tok in re.findall(rf"{MERIDIEM}$|{DATE_FIELD}|.", fmt, re.IGNORECASE):
         up = tok.upper()
         if up == "HH":
             seen_hour = True
@@ -126,9 +125,10 @@ def values_for_parameter(values: Sequence[GroundedValue], schema: Mapping[str, A
     for formats, words, wanted in _WANTS:
         if fmt in formats or words.search(text) or ("date" in wanted and _FMT_IN_TEXT.search(text)):
             kinds |= wanted
+    time_only = _time_only(_target(schema, description))
     out: list[str] = []
     for v in values:
-        if v.kind == "date" and _time_only(_target(schema, description)):
+        if v.kind == "date" and time_only:
             continue  # a day where only a time of day goes ("hh:mm AM/PM"): midnight would be made up
         if v.kind in kinds:
             literal = format_for_schema(v, schema, description)

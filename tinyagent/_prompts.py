@@ -16,6 +16,7 @@ from ._grounded_formats import values_for_parameter
 from ._grounding import ground
 from ._names import show, shown_names
 from ._plan import Example, Plan, leaves
+from ._text import folded
 from ._tools import Tool
 
 __all__ = [
@@ -196,7 +197,7 @@ def brief_result(value: Any, args: Mapping[str, Any], used_by: Sequence[int] = (
     ``used_limit`` characters and says where it went: the answer speaks of those steps, not of the text they
     carried. Values the call resolved (a looked-up address in ``to``) differ from its arguments, so they stay.
     """
-    literals = {_norm(v) for v in leaves(args) if isinstance(v, str) and v.strip() and not v.startswith("$")}
+    literals = {folded(v) for v in leaves(args) if isinstance(v, str) and v.strip() and not v.startswith("$")}
     kept = _without(value, literals) if isinstance(value, Mapping) else value
     if kept is _DROP:
         kept = "ok" if value else value
@@ -210,10 +211,6 @@ def brief_result(value: Any, args: Mapping[str, Any], used_by: Sequence[int] = (
 _DROP = object()
 
 
-def _norm(value: Any) -> str:
-    return " ".join(str(value).split()).casefold()
-
-
 def _without(value: Any, literals: set[str]) -> Any:
     """``value`` with empty fields and literal echoes removed (:data:`_DROP` when nothing is left)."""
     if isinstance(value, Mapping):
@@ -221,7 +218,7 @@ def _without(value: Any, literals: set[str]) -> Any:
         return out or _DROP
     if isinstance(value, list | tuple):
         return list(value) or _DROP
-    if value is None or (isinstance(value, str) and (not value.strip() or _norm(value) in literals)):
+    if value is None or (isinstance(value, str) and (not value.strip() or folded(value) in literals)):
         return _DROP
     return value
 

@@ -6,7 +6,7 @@ import json
 import unicodedata
 from typing import Any
 
-__all__ = ["as_text", "strip_accents"]
+__all__ = ["as_text", "folded", "strip_accents"]
 
 
 def as_text(value: Any) -> str:
@@ -17,6 +17,11 @@ def as_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def folded(text: str) -> str:
+    """``text`` with its runs of white space made one space, case folded: the same words written alike."""
+    return " ".join(text.split()).casefold()
 
 
 def strip_accents(text: str) -> str:

@@ -239,9 +239,8 @@ def unserved_clause(request: str, tools: Mapping[str, Tool],
         return None  # (a plan with no call is the no-tool decision's, unless two clauses name different tools)
     heads = [(verb, "") for pattern, verb in _IDIOMS if pattern.search(request)] + clause_heads(request)
     asks = [_clause_tools(verb, head, tools) for verb, head in dict.fromkeys(heads)]
-    near = near_search_tools(tools)
-    asks += [("find a place near one", near) for _, _, text, _ in clause_spans(request, tools)
-             if _NEAR_SEARCH.match(text)]
+    if any(_NEAR_SEARCH.match(text) for _, _, text, _ in clause_spans(request, tools)):
+        asks.append(("find a place near one", near_search_tools(tools)))
     asks += [(f"know the {topic}", frozenset(name for name in tools if topic in topic_words(name)))
              for topic in map(str.lower, _ASKED_TOPIC.findall(request))]
     for verb, named in asks:

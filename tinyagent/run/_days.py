@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._formats import date_patterns
+from .._formats import MERIDIEM, date_patterns
 from .._grounded_formats import strftime_pattern
 from .._grounding import ground
 from .._plan import Call
@@ -170,20 +170,19 @@ def on_the_12_hour_clock(call: Call, tools: Mapping[str, Tool]) -> Call:
     props: Mapping[str, Any] = tool.parameters.get("properties", {}) if tool else {}
     args = dict(call.args)
     for name, value in call.args.items():
-        if not isinstance(value, str) or not any(re.search(r"(?:AM|PM|am|pm)$", p)
-                                                 for p in date_patterns(props.get(name, {}))):
-            continue
-
-        def twelve(m: re.Match[str]) -> str:
-            hour = int(m.group("h"))
-            if hour not in (0, *range(13, 24)):
-                return m.group()
-            half = "PM" if hour >= 12 else "AM"
-            half = half.lower() if m.group("ap").islower() else half
-            return f"{(hour % 12) or 12:0{len(m.group('h'))}d}:{m.group('m')}{m.group('s') or ''}{m.group('sp')}{half}"
-
-        args[name] = _CLOCK.sub(twelve, value)
+        if isinstance(value, str) and any(re.search(rf"{MERIDIEM}$", p) for p in date_patterns(props.get(name, {}))):
+            args[name] = _CLOCK.sub(_twelve, value)
     return call if args == dict(call.args) else Call(call.id, call.name, args)
+
+
+def _twelve(m: re.Match[str]) -> str:
+    """One :data:`_CLOCK` time with a 24-hour hour (0, 13-23) written on the 12-hour clock; others as they are."""
+    hour = int(m.group("h"))
+    if hour not in (0, *range(13, 24)):
+        return m.group()
+    half = "PM" if hour >= 12 else "AM"
+    half = half.lower() if m.group("ap").islower() else half
+    return f"{(hour % 12) or 12:0{len(m.group('h'))}d}:{m.group('m')}{m.group('s') or ''}{m.group('sp')}{half}"
 
 
 def _day(text: str) -> dt.date | None:

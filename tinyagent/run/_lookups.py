@@ -68,11 +68,12 @@ def finds_kinds(tool: Tool | None) -> frozenset[str]:
 def _picks_either(tool: Tool) -> bool:
     """A lookup whose one free-text required parameter names someone and whose other required parameters pick
     the kind to return, e-mail or phone (``ret_field: "email" | "phone"``), whatever its description says first."""
-    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
-    person = one_text_param(tool, choices=True)
-    if person is None or not NAME_WORDS.search(f"{person} {(props.get(person) or {}).get('description', '')}"):
+    found = [c for kind in KIND_NAMES if (c := channel_choices(tool, kind)) is not None and c[1]]
+    if len(found) < len(KIND_NAMES):
         return False
-    return all(kind_choices(tool, person, kind) for kind in KIND_NAMES)
+    person = found[0][0]
+    props: Mapping[str, Any] = tool.parameters.get("properties") or {}
+    return bool(NAME_WORDS.search(f"{person} {(props.get(person) or {}).get('description', '')}"))
 
 
 _SPEAKS_OF = {"email": re.compile(r"e-?mail|\baddress|\bcontact|\breach\b", re.IGNORECASE),

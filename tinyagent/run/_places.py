@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._plan import Call, Ref, find_refs
+from .._text import folded
 from .._tools import Tool
 from ._clauses import near_search_tools
 
@@ -34,12 +35,12 @@ def to_the_found_place(calls: list[Call], args: dict[int, dict[str, Any]], tools
     for step in calls:
         if step.name not in searches or step.id in used:
             continue
-        areas = {_norm(v): name for name, v in args[step.id].items() if isinstance(v, str) and v.strip()}
+        areas = {folded(v): name for name, v in args[step.id].items() if isinstance(v, str) and v.strip()}
         for call in calls:
             if call.id <= step.id or call.name in searches:
                 continue
             hit = next((name for name, v in args[call.id].items()
-                        if isinstance(v, str) and _norm(v) in areas), None)
+                        if isinstance(v, str) and folded(v) in areas), None)
             if hit is not None:
                 args[call.id][hit] = Ref(step.id)
                 used.add(step.id)
@@ -47,7 +48,3 @@ def to_the_found_place(calls: list[Call], args: dict[int, dict[str, Any]], tools
                              f"searched ({hit})")
                 break
     return notes
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()

@@ -50,6 +50,7 @@ from typing import Any
 from .._formats import identifier_kind
 from .._plan import Call, Plan, Ref, find_refs, map_refs
 from .._provenance import leaves
+from .._text import folded
 from .._tools import Tool
 from ._channels import asked_channel, senders
 from ._clauses import name_words, named_clauses, same_target, topic_words
@@ -203,7 +204,7 @@ def _to_itself(calls: Sequence[Call], tools: Mapping[str, Tool]) -> set[int]:
 def _side(call: Call, tools: Mapping[str, Tool], pattern: re.Pattern[str]) -> set[str]:
     """The literal texts ``call`` passes to parameters whose name or description ``pattern`` opens."""
     props: Mapping[str, Any] = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
-    return {" ".join(v.split()).casefold() for name, v in call.args.items() if isinstance(v, str) and v.strip()
+    return {folded(v) for name, v in call.args.items() if isinstance(v, str) and v.strip()
             and (pattern.search(name) or pattern.search(str((props.get(name) or {}).get("description", ""))))}
 
 
